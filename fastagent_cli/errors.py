@@ -1,0 +1,108 @@
+"""The one error hierarchy. Exit codes live on the types: 1 runtime, 2 usage.
+
+::
+
+    FastagentError (exit 1)                  anything fastagent reports as "Error: ..."
+    ├── UsageError (exit 2)                  bad flags, arguments, malformed JSON args
+    ├── ConfigError                          fastagent.toml, models.json, .env, catalog problems
+    │   └── PlacementError                   no agent / several agents / not at the agent root
+    ├── ModelError                           unknown or missing model spec
+    ├── CredentialError                      missing or unreadable credentials
+    ├── ProviderError                        a model API answered with an error (status, retryable)
+    ├── SessionError                         a session record cannot be read or written
+    ├── ToolError                            a tool cannot be found or loaded
+    └── ServeError                           a host cannot bind or a channel cannot start
+
+Control-flow signals are not errors and do not live here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import ClassVar, TextIO
+
+__all__ = [
+    "ConfigError",
+    "CredentialError",
+    "FastagentError",
+    "ModelError",
+    "PlacementError",
+    "ProviderError",
+    "ServeError",
+    "SessionError",
+    "ToolError",
+    "UsageError",
+]
+
+
+class FastagentError(Exception):
+    """Base of every error fastagent reports to a user. Printed as one ``Error: ...`` line."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def show(self, file: TextIO | None = None) -> None:
+        stream = file if file is not None else sys.stderr
+        stream.write(f"Error: {one_line(self.message)}\n")
+
+
+class UsageError(FastagentError):
+    exit_code: ClassVar[int] = 2
+
+
+class ConfigError(FastagentError):
+    pass
+
+
+class PlacementError(ConfigError):
+    pass
+
+
+class ModelError(FastagentError):
+    pass
+
+
+class CredentialError(FastagentError):
+    pass
+
+
+class ProviderError(FastagentError):
+    """A model API failure, classified.
+
+    ``retryable`` is true for 429, 5xx, connection resets and timeouts; ``retry_after`` is the
+    server's ``Retry-After`` in seconds when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class SessionError(FastagentError):
+    pass
+
+
+class ToolError(FastagentError):
+    pass
+
+
+class ServeError(FastagentError):
+    pass
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """Collapse whitespace runs (newlines included) so a message stays on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

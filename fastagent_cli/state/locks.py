@@ -1,0 +1,64 @@
+"""Cross-process advisory locks on a side file (``<target>.lock``), released by the kernel when a
+process dies, so a crash never leaves a stale lock behind."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["FileLock", "LockTimeoutError"]
+
+
+class LockTimeoutError(TimeoutError):
+    pass
+
+
+class FileLock:
+    """An exclusive ``flock`` held for the life of a ``with`` block.
+
+    ``timeout`` bounds the wait (retrying with backoff from 10 ms up to 200 ms); ``None`` waits
+    forever; ``0`` tries once.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], timeout: float | None = 10.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._fd = fd
+                return
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise LockTimeoutError(f"timed out waiting for lock {self.path}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
