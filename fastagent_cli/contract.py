@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -43,6 +44,7 @@ __all__ = [
     "UnknownEvent",
     "as_prompt",
     "as_scope",
+    "closing",
     "collect",
     "event_from_json",
     "event_from_wire",
@@ -277,7 +279,7 @@ class CollectResult:
     data: Json = None
 
 
-class AgentFailure(Exception):  # noqa: N818 - the spec's name
+class AgentFailure(Exception):
     """Raised by :func:`collect` when the stream ends with ``failed``."""
 
     def __init__(self, details: str, retryable: bool, code: str | None = None) -> None:
@@ -305,6 +307,18 @@ async def collect(events: AsyncIterable[AgentEvent]) -> CollectResult:
         elif isinstance(event, Failed):
             raise AgentFailure(event.details, event.retryable, event.code)
     raise IncompleteStreamError("stream ended without a terminal event")
+
+
+@asynccontextmanager
+async def closing(events: AsyncIterator[AgentEvent]) -> AsyncIterator[AsyncIterator[AgentEvent]]:
+    """Like :func:`contextlib.aclosing` for any event iterator: on exit (normal, ``break``,
+    exception or cancellation) the stream is closed, which aborts the agent's in-flight work."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def as_scope(scope: Scope | str) -> Scope:

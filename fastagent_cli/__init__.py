@@ -1,0 +1,112 @@
+"""fastagent: turn a file-defined agent directory into a live service.
+
+The public API. Names are imported on first use, so ``import fastagent_cli`` stays cheap for the
+CLI and for channel packages that need only the contract.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from fastagent_cli._version import __version__
+
+if TYPE_CHECKING:
+    from fastagent_cli.assembly import OpenedAgent, create_agent, open_agent_dir
+    from fastagent_cli.contract import (
+        ABORTED_CODE,
+        SESSION_BUSY_CODE,
+        Agent,
+        AgentEvent,
+        AgentFailure,
+        CollectResult,
+        Completed,
+        Failed,
+        ImageRef,
+        Prompt,
+        Retrying,
+        Scope,
+        Text,
+        Thinking,
+        ToolEnded,
+        ToolStarted,
+        collect,
+        event_from_json,
+        event_to_json,
+    )
+    from fastagent_cli.engine.agent import EngineAgent
+    from fastagent_cli.engine.retry import RetryPolicy
+    from fastagent_cli.errors import FastagentError
+    from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
+    from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
+    from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
+    from fastagent_cli.tools.define import define_tool, tool
+
+__all__ = [
+    "ABORTED_CODE",
+    "SESSION_BUSY_CODE",
+    "Agent",
+    "AgentEvent",
+    "AgentFailure",
+    "CollectResult",
+    "Completed",
+    "EngineAgent",
+    "Failed",
+    "FastagentError",
+    "FileSessionStore",
+    "ImageRef",
+    "MemorySessionStore",
+    "OpenedAgent",
+    "Prompt",
+    "RetryPolicy",
+    "Retrying",
+    "Scope",
+    "ScriptedModel",
+    "ScriptedRequest",
+    "Text",
+    "Thinking",
+    "Tool",
+    "ToolContext",
+    "ToolEnded",
+    "ToolResult",
+    "ToolStarted",
+    "__version__",
+    "collect",
+    "create_agent",
+    "define_tool",
+    "event_from_json",
+    "event_to_json",
+    "open_agent_dir",
+    "tool",
+]
+
+_HOME: dict[str, str] = {
+    "OpenedAgent": "assembly",
+    "create_agent": "assembly",
+    "open_agent_dir": "assembly",
+    "EngineAgent": "engine.agent",
+    "RetryPolicy": "engine.retry",
+    "FastagentError": "errors",
+    "ScriptedModel": "models.scripted",
+    "ScriptedRequest": "models.scripted",
+    "FileSessionStore": "sessions.store",
+    "MemorySessionStore": "sessions.store",
+    "Tool": "tools.base",
+    "ToolContext": "tools.base",
+    "ToolResult": "tools.base",
+    "define_tool": "tools.define",
+    "tool": "tools.define",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__ and name != "__version__":
+        module = importlib.import_module(f"fastagent_cli.{_HOME.get(name, 'contract')}")
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fastagent_cli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,3 @@
+from fastagent_cli.cli.main import main
+
+main()

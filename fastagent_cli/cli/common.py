@@ -1,0 +1,49 @@
+"""Helpers every command shares: option groups, running a coroutine, stderr lines."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["auth_path_option", "dir_argument", "model_option", "run_async", "say", "sessions_dir_option"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def say(line: str) -> None:
+    """A diagnostic line on stderr (stdout stays clean for answers and JSON)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def color(stream: Any = None) -> bool:
+    target = stream or sys.stderr
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(target, "isatty", lambda: False)())
+
+
+def dir_argument(fn: F) -> F:
+    return click.argument("directory", required=False, default=".", metavar="[DIR]")(fn)
+
+
+def model_option(fn: F) -> F:
+    return click.option("--model", "model", help="Model spec provider/model (overrides config).")(fn)
+
+
+def sessions_dir_option(fn: F) -> F:
+    return click.option("--sessions-dir", help="Where session records live (default <state>/sessions).")(fn)
+
+
+def auth_path_option(fn: F) -> F:
+    return click.option("--auth-path", help="Credential file to read (default <state>/auth.json).")(fn)

@@ -1,0 +1,41 @@
+"""``fastagent models [search]``: the built-in catalog as sorted ``provider/modelId`` lines."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+__all__ = ["models"]
+
+
+@click.command()
+@click.argument("search", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the matching models as JSON.")
+def models(search: str | None, as_json: bool) -> None:
+    """List catalog models (case-insensitive substring SEARCH). scripted/echo is always offline."""
+    from fastagent_cli.models.registry import ModelRegistry
+
+    registry = ModelRegistry()
+    specs = registry.specs(search)
+    if not as_json:
+        for spec in specs:
+            click.echo(spec)
+        return
+    rows = []
+    for spec in specs:
+        info = registry.resolve(spec)
+        rows.append(
+            {
+                "spec": spec,
+                "provider": info.provider,
+                "id": info.id,
+                "api": info.api,
+                "contextWindow": info.context_window,
+                "maxTokens": info.max_tokens,
+                "reasoning": info.reasoning,
+                "input": list(info.input),
+                "apiKeyEnv": list(info.api_key_env),
+            }
+        )
+    click.echo(json.dumps(rows, indent=2))

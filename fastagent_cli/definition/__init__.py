@@ -1,0 +1,1 @@
+"""The agent directory: placement, ``fastagent.toml``, ``.env``, prompt assembly."""

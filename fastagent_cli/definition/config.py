@@ -1,0 +1,189 @@
+"""``fastagent.toml``: the agent's typed configuration.
+
+Every key is optional; an unknown key is an error naming the key, the file and the valid keys, and
+a TOML syntax error names the file, line and column::
+
+    model = "anthropic/claude-sonnet-4-5"
+    thinking_level = "medium"          # off|minimal|low|medium|high|xhigh
+    coding_tools = true                # or false, or ["read", "bash"]
+    tools = ["mypkg.tools:lookup"]     # import refs to Tool objects (or lists of them)
+    self_schedule = false
+    session_control = false
+
+    [http]
+    port = 8787
+    host = "127.0.0.1"
+
+    [engine]
+    max_tool_rounds = 50
+
+    [deploy]
+    secrets = ["OPENAI_API_KEY"]
+    apt = ["ripgrep"]
+
+    [mcp_servers.files]
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fastagent_cli.errors import ConfigError
+
+__all__ = ["CODING_TOOL_NAMES", "CONFIG_NAME", "FastagentConfig", "load_config"]
+
+CONFIG_NAME = "fastagent.toml"
+CODING_TOOL_NAMES = ("read", "bash", "edit", "write")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HttpConfig(_Strict):
+    port: int | None = Field(default=None, ge=0, le=65535)
+    host: str | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        if value is None or value == "localhost":
+            return value
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError("must be an IP address or localhost") from None
+        return value
+
+
+class EngineSettings(_Strict):
+    max_tool_rounds: int = Field(default=50, ge=1, le=1000)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    retry_base_delay_ms: int = Field(default=2000, ge=0, le=60_000)
+
+
+class DeployConfig(_Strict):
+    secrets: list[str] = Field(default_factory=list)
+    apt: list[str] = Field(default_factory=list)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name ([A-Z_][A-Z0-9_]*)")
+        return value
+
+    @field_validator("apt")
+    @classmethod
+    def _apt(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name):
+                raise ValueError(f"{name!r} is not a Debian package name")
+        return value
+
+
+class McpServerConfig(_Strict):
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class FastagentConfig(_Strict):
+    model: str | None = None
+    thinking_level: Literal["off", "minimal", "low", "medium", "high", "xhigh"] = "medium"
+    coding_tools: bool | list[str] = True
+    tools: list[str] = Field(default_factory=list)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    self_schedule: bool = False
+    session_control: bool = False
+    deploy: DeployConfig = Field(default_factory=DeployConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+
+    @field_validator("coding_tools")
+    @classmethod
+    def _coding_tools(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, bool):
+            return value
+        seen: set[str] = set()
+        for name in value:
+            if name not in CODING_TOOL_NAMES:
+                raise ValueError(f"unknown coding tool {name!r} (valid: {', '.join(CODING_TOOL_NAMES)})")
+            if name in seen:
+                raise ValueError(f"coding tool {name!r} is listed twice")
+            seen.add(name)
+        return [n for n in CODING_TOOL_NAMES if n in seen]
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", ref):
+                raise ValueError(f'{ref!r} is not an import ref like "package.module:attribute"')
+        return value
+
+    @property
+    def coding_tool_names(self) -> tuple[str, ...]:
+        if self.coding_tools is True:
+            return CODING_TOOL_NAMES
+        if self.coding_tools is False:
+            return ()
+        return tuple(self.coding_tools)
+
+
+def _section_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    current: type[BaseModel] = model
+    parts = list(loc[:-1])
+    while parts:
+        part = parts.pop(0)
+        if part == "mcp_servers" and current is FastagentConfig:
+            current = McpServerConfig
+            parts = parts[1:]  # skip the server name
+            continue
+        field = current.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        current = annotation
+    return list(current.model_fields)
+
+
+def _describe(error: pydantic.ValidationError, path: Path) -> str:
+    first = error.errors()[0]
+    loc = first["loc"]
+    key = ".".join(str(p) for p in loc)
+    if first["type"] == "extra_forbidden":
+        valid = _section_keys(FastagentConfig, loc) or list(FastagentConfig.model_fields)
+        return f"{path}: unknown key {key!r} (valid keys: {', '.join(valid)})"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{path}: {key}: {message}"
+
+
+def load_config(path: Path) -> FastagentConfig:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        col = getattr(exc, "colno", None)
+        where = f" at line {line}, column {col}" if line else ""
+        message = getattr(exc, "msg", str(exc))
+        raise ConfigError(f"{path}: TOML syntax error{where}: {message}") from None
+    try:
+        return FastagentConfig.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None

@@ -1,0 +1,202 @@
+"""The engine's :class:`~fastagent_cli.contract.Agent`.
+
+``invoke`` is the whole contract:
+
+1. take the session's lease (a second concurrent turn gets one ``failed{code: session_busy}``);
+2. open or create the session record (dangling tool calls repaired) and bind a fresh turn to it;
+3. run the turn as a producer task and relay its events;
+4. emit exactly one terminal (``completed`` / ``failed``); iteration never raises;
+5. on early exit (``break``, ``aclose()``, task cancellation) cancel the producer, which aborts the
+   HTTP stream and kills tool processes, then release the lease. No terminal is emitted then.
+
+Nothing is resident between turns: continuity lives in the session store (MUST 6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.contract import (
+    SESSION_BUSY_CODE,
+    AgentEvent,
+    Completed,
+    Failed,
+    Prompt,
+    Scope,
+    as_prompt,
+    as_scope,
+    is_terminal,
+)
+from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.clients import ClientPool
+from fastagent_cli.engine.retry import RetryPolicy
+from fastagent_cli.engine.turn import TurnFailure, TurnSetup, run_turn
+from fastagent_cli.errors import FastagentError, ModelError, one_line
+from fastagent_cli.models.credentials import Credential, resolve_credential
+from fastagent_cli.models.registry import ModelRegistry
+from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL, clamp_thinking
+from fastagent_cli.models.types import ContentBlock, ModelInfo, ModelRequest, ThinkingLevel, UserMessage
+from fastagent_cli.sessions.inherit import Inheritance
+from fastagent_cli.sessions.record import SessionRecord, now_ms
+from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.tools.base import Tool
+
+__all__ = ["BUSY_DETAILS", "EngineAgent", "EngineConfig"]
+
+log = logging.getLogger("fastagent.agent")
+BUSY_DETAILS = "session busy: a turn is already in flight for this session"
+_CANCEL_GRACE_S = 5.0
+
+SystemPrompt = Callable[[], str]
+
+
+@dataclass(slots=True)
+class EngineConfig:
+    """Everything a turn needs, fixed at assembly; the system prompt is re-evaluated per turn."""
+
+    model: str
+    sessions: SessionStore
+    system_prompt: SystemPrompt
+    tools: Sequence[Tool] = ()
+    cwd: str = "."
+    registry: ModelRegistry = field(default_factory=ModelRegistry)
+    thinking_level: ThinkingLevel = DEFAULT_THINKING_LEVEL
+    max_tool_rounds: int = 50
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    auth_path: Path | None = None
+    agent_dir: Path | None = None
+    clients: ClientPool | None = None
+
+
+class EngineAgent:
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self.tools: dict[str, Tool] = {}
+        for tool in config.tools:
+            self.tools.setdefault(tool.name, tool)
+        self.clients = config.clients or ClientPool(config.agent_dir)
+
+    # --- the contract -------------------------------------------------------------------------
+
+    async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
+        bound = as_scope(scope)
+        release = self.config.sessions.try_lease(bound.session)
+        if release is None:
+            yield Failed(BUSY_DETAILS, True, SESSION_BUSY_CODE)
+            return
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        producer = asyncio.create_task(self._produce(bound, as_prompt(prompt), queue.put_nowait))
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if is_terminal(event):
+                    break
+        finally:
+            if not producer.done():
+                producer.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({producer}, timeout=_CANCEL_GRACE_S)
+            release()
+
+    async def _produce(self, scope: Scope, prompt: Prompt, emit: Callable[[AgentEvent], None]) -> None:
+        started = time.monotonic()
+        try:
+            if log.isEnabledFor(logging.DEBUG):
+                preview = " ".join(prompt.text.split())[:200]
+                log.debug("[agent] ▶ turn session=%s ← %s", scope.session, preview)
+            setup = await self._bind(scope)
+            outcome = await run_turn(setup, _user_message(prompt), emit)
+            data: dict[str, Any] = {
+                "model": setup.request.model.spec,
+                "usage": outcome.usage,
+                "stopReason": outcome.stop_reason,
+            }
+            log.debug("[agent] ■ turn session=%s completed in %.0f ms", scope.session, _ms(started))
+            emit(Completed(data))
+        except asyncio.CancelledError:
+            log.debug("[agent] ■ turn session=%s cancelled after %.0f ms", scope.session, _ms(started))
+            raise
+        except TurnFailure as exc:
+            log.debug("[agent] ■ turn session=%s failed: %s", scope.session, exc.message)
+            emit(Failed(one_line(exc.message), exc.retryable))
+        except FastagentError as exc:
+            emit(Failed(one_line(exc.message), False))
+        except Exception as exc:  # MUST 2: nothing escapes as a raise
+            log.exception("[agent] turn session=%s crashed", scope.session)
+            emit(Failed(one_line(f"internal error: {type(exc).__name__}: {exc}"), False))
+
+    # --- binding a turn -----------------------------------------------------------------------
+
+    async def _bind(self, scope: Scope) -> TurnSetup:
+        inherit = Inheritance(scope.parent_session, scope.branch_hints) if scope.parent_session else None
+        record = await self.config.sessions.open_or_create(scope.session, inherit)
+        context = record.context()
+        model = self._session_model(context.model)
+        thinking = clamp_thinking(context.thinking_level or self.config.thinking_level, model)
+        credential = self.credential(model)
+        if credential.key is None and credential.source == "(none found)":
+            envs = " or ".join(model.api_key_env) or "an apiKey in models.json"
+            raise FastagentError(
+                f"no API key for provider {model.provider}: set {envs}, "
+                f"or run `fastagent login {model.provider}`"
+            )
+        system = self.config.system_prompt()
+        tools = list(self.tools.values())
+        request = ModelRequest(
+            model=model,
+            system=system,
+            messages=context.messages,
+            thinking=thinking,
+            api_key=credential.key,
+            session_id=scope.session,
+        )
+        return TurnSetup(
+            request=request,
+            client=self.clients.client_for(model),
+            tools=self.tools,
+            activation=ActivationState(tools, record, context.activated_tools),
+            record=record,
+            cwd=self.config.cwd,
+            max_tool_rounds=self.config.max_tool_rounds,
+            retry=self.config.retry,
+        )
+
+    def _session_model(self, override: tuple[str, str] | None) -> ModelInfo:
+        if override and all(override):
+            try:
+                return self.config.registry.resolve(f"{override[0]}/{override[1]}")
+            except ModelError:
+                log.warning("[agent] session model %s/%s is unknown; using %s", *override, self.config.model)
+        return self.config.registry.resolve(self.config.model)
+
+    def credential(self, model: ModelInfo) -> Credential:
+        if model.api == "scripted":
+            return Credential(None, "not needed")
+        return resolve_credential(model, self.config.auth_path)
+
+    # --- session settings ---------------------------------------------------------------------
+
+    async def open_session(self, session: str) -> SessionRecord | None:
+        return await self.config.sessions.open_if_exists(session)
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+def _user_message(prompt: Prompt) -> UserMessage:
+    content: list[ContentBlock] = [{"type": "text", "text": prompt.text}]
+    for image in prompt.images:
+        content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
+    return {"role": "user", "content": content, "timestamp": now_ms()}
+
+
+def _ms(started: float) -> float:
+    return (time.monotonic() - started) * 1000

@@ -1,0 +1,130 @@
+"""Running one assistant message's tool calls.
+
+Calls start in source order (``tool_started`` for each), run concurrently unless a tool in the
+batch is ``sequential``, and end as they finish (``tool_ended``), each result persisted as soon as
+it exists. A tool that raises becomes an error result for the model; the turn goes on. Unknown or
+inactive tools answer ``Tool <name> not found``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from fastagent_cli.contract import AgentEvent, ToolEnded, ToolStarted
+from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.models.types import ToolCall, ToolResultMessage
+from fastagent_cli.sessions.record import SessionRecord, now_ms
+from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
+
+__all__ = ["ABORTED_TOOL_TEXT", "run_tool_batch"]
+
+log = logging.getLogger("fastagent.agent")
+ABORTED_TOOL_TEXT = "Operation aborted"
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
+    message: ToolResultMessage = {
+        "role": "toolResult",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "content": result.content,
+        "isError": result.is_error,
+        "timestamp": now_ms(),
+    }
+    if result.details is not None:
+        message["details"] = result.details
+    if result.added_tool_names:
+        message["addedToolNames"] = list(result.added_tool_names)
+    return message
+
+
+async def _execute(tool: Tool | None, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    if tool is None:
+        return text_result(f"Tool {call['name']} not found", is_error=True)
+    try:
+        return await tool.execute(call["arguments"], ctx)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool's failure is the model's information, not the turn's end
+        text = str(exc) or type(exc).__name__
+        return text_result(text, is_error=True, details={"exception": type(exc).__name__})
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def run_tool_batch(
+    calls: Sequence[ToolCall],
+    *,
+    tools: Mapping[str, Tool],
+    activation: ActivationState,
+    record: SessionRecord,
+    cwd: str,
+    emit: Callable[[AgentEvent], None],
+) -> list[ToolResultMessage]:
+    """Execute ``calls``; return their result messages in source order."""
+    results: dict[str, ToolResultMessage] = {}
+    session_view = ReadonlySession(record)
+    active = set(activation.active())
+    chosen = [tools.get(c["name"]) if c["name"] in active else None for c in calls]
+    sequential = any(t is not None and t.sequential for t in chosen)
+
+    async def one(call: ToolCall, tool: Tool | None) -> None:
+        bridge = activation.for_call()
+        ctx = ToolContext(cwd=cwd, session=session_view, tools=bridge, tool_call_id=call["id"])
+        started = time.monotonic()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
+        result = await _execute(tool, call, ctx)
+        for name in bridge.added:
+            if name not in result.added_tool_names:
+                result.added_tool_names.append(name)
+        message = _result_message(call, result)
+        record.append_message(message)
+        results[call["id"]] = message
+        emit(ToolEnded(call["id"], result.is_error, result.content))
+        if log.isEnabledFor(logging.DEBUG):
+            mark = "✗" if result.is_error else "✓"
+            took = (time.monotonic() - started) * 1000
+            log.debug(
+                "[agent]   tool %s %s → %s (%.0f ms)", mark, call["name"], _preview(result.content), took
+            )
+
+    for call in calls:
+        emit(ToolStarted(call["id"], call["name"], call["arguments"]))
+    try:
+        if sequential:
+            for call, tool in zip(calls, chosen, strict=True):
+                await one(call, tool)
+        else:
+            async with asyncio.TaskGroup() as group:
+                for call, tool in zip(calls, chosen, strict=True):
+                    group.create_task(one(call, tool))
+    except asyncio.CancelledError:
+        _record_aborted(calls, results, record)
+        raise
+    return [results[c["id"]] for c in calls]
+
+
+def _record_aborted(
+    calls: Sequence[ToolCall], results: Mapping[str, ToolResultMessage], record: SessionRecord
+) -> None:
+    """Close every unfinished call with an aborted result so the record stays valid at once."""
+    pending = [c for c in calls if c["id"] not in results]
+    if not pending:
+        return
+    try:
+        record.append_many(
+            [
+                ("message", {"message": _result_message(c, text_result(ABORTED_TOOL_TEXT, is_error=True))})
+                for c in pending
+            ]
+        )
+    except Exception:  # the record is repaired on the next open anyway
+        log.warning("[agent] could not record aborted tool calls for session %s", record.session)

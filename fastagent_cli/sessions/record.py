@@ -1,0 +1,248 @@
+"""One session record in pi's v3 JSONL form: a header line, then a tree of entries.
+
+Entries carry ``type``, ``id`` (8 hex chars), ``parentId`` and an ISO ``timestamp``; appending
+hangs the new entry under the current leaf and moves the leaf. The leaf of a reopened record is
+its last entry in file order. The record writes every new entry through its ``sink`` (a file
+append for the durable store, nothing for the in-memory one) before it is visible in memory.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from fastagent_cli.models.types import Message, ThinkingLevel, ToolResultMessage
+
+__all__ = [
+    "INTERRUPTED_TOOL_TEXT",
+    "SESSION_VERSION",
+    "TOOL_ACTIVATION_TYPE",
+    "SessionContext",
+    "SessionRecord",
+    "iso_now",
+    "new_header",
+]
+
+SESSION_VERSION = 3
+TOOL_ACTIVATION_TYPE = "fastagent:tool-activation"
+INTERRUPTED_TOOL_TEXT = (
+    "This tool call did not complete and its result is unavailable. Re-run it if the result is still needed."
+)
+
+Entry = dict[str, Any]
+Sink = Callable[[Sequence[Entry]], None]
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_header(session: str, cwd: str, parent_session: str | None = None) -> Entry:
+    header: Entry = {
+        "type": "session",
+        "version": SESSION_VERSION,
+        "id": str(uuid.uuid4()),
+        "timestamp": iso_now(),
+        "cwd": cwd,
+        "fastagentSession": session,
+    }
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """What the engine needs from the record for the next request."""
+
+    messages: list[Message]
+    model: tuple[str, str] | None = None
+    thinking_level: ThinkingLevel | None = None
+    activated_tools: list[str] = field(default_factory=list)
+
+
+class SessionRecord:
+    def __init__(
+        self, session: str, header: Entry, entries: Iterable[Entry], sink: Sink | None = None
+    ) -> None:
+        self.session = session
+        self.header = header
+        self.entries: list[Entry] = []
+        self.by_id: dict[str, Entry] = {}
+        self.leaf_id: str | None = None
+        self._sink = sink
+        for entry in entries:
+            entry_id = entry.get("id")
+            if isinstance(entry_id, str):
+                self.entries.append(entry)
+                self.by_id[entry_id] = entry
+                self.leaf_id = entry_id
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        for _ in range(100):
+            candidate = uuid.uuid4().hex[:8]
+            if candidate not in self.by_id:
+                return candidate
+        return str(uuid.uuid4())
+
+    def append(self, entry_type: str, **fields: Any) -> Entry:
+        return self.append_many([(entry_type, fields)])[0]
+
+    def append_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Entry]:
+        """Append several entries as one write (one chain under the leaf)."""
+        created: list[Entry] = []
+        parent = self.leaf_id
+        reserved: set[str] = set()
+        for entry_type, fields in items:
+            entry_id = self._new_id()
+            while entry_id in reserved:
+                entry_id = self._new_id()
+            reserved.add(entry_id)
+            entry: Entry = {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": iso_now()}
+            entry.update(fields)
+            created.append(entry)
+            parent = entry_id
+        if self._sink is not None:
+            self._sink(created)
+        for entry in created:
+            self.entries.append(entry)
+            self.by_id[entry["id"]] = entry
+        self.leaf_id = parent
+        return created
+
+    def append_message(self, message: Message) -> Entry:
+        return self.append("message", message=message)
+
+    def branch(self, entry_id: str | None) -> None:
+        """Move the leaf (the next entry hangs under ``entry_id``; ``None`` starts a new root)."""
+        if entry_id is not None and entry_id not in self.by_id:
+            raise KeyError(f"Entry {entry_id} not found")
+        self.leaf_id = entry_id
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def path(self, leaf_id: str | None = None) -> list[Entry]:
+        """The entries from the root to the leaf, in order."""
+        out: list[Entry] = []
+        seen: set[str] = set()
+        current = self.by_id.get(leaf_id or self.leaf_id or "")
+        while current is not None and current["id"] not in seen:
+            seen.add(current["id"])
+            out.append(current)
+            parent = current.get("parentId")
+            current = self.by_id.get(parent) if isinstance(parent, str) else None
+        out.reverse()
+        return out
+
+    def context(self) -> SessionContext:
+        path = self.path()
+        ctx = SessionContext(messages=[])
+        start = 0
+        for i, entry in enumerate(path):
+            if entry["type"] == "compaction":
+                start = i
+        if start:
+            compaction = path[start]
+            ctx.messages.append(_summary_message(compaction.get("summary", ""), compaction))
+            kept = compaction.get("firstKeptEntryId")
+            kept_index = next((i for i, e in enumerate(path[:start]) if e["id"] == kept), start)
+            visible = path[kept_index:start] + path[start + 1 :]
+        else:
+            visible = path
+        for entry in path:
+            kind = entry["type"]
+            if kind == "model_change":
+                ctx.model = (str(entry.get("provider", "")), str(entry.get("modelId", "")))
+            elif kind == "thinking_level_change":
+                ctx.thinking_level = entry.get("thinkingLevel")
+            elif kind == "custom" and entry.get("customType") == TOOL_ACTIVATION_TYPE:
+                names = (entry.get("data") or {}).get("names") or []
+                ctx.activated_tools.extend(n for n in names if isinstance(n, str))
+        for entry in visible:
+            message = _llm_message(entry)
+            if message is not None:
+                ctx.messages.append(message)
+        return ctx
+
+    @property
+    def message_count(self) -> int:
+        return sum(1 for e in self.entries if e["type"] == "message")
+
+    # --- repair -------------------------------------------------------------------------------
+
+    def dangling_tool_calls(self) -> list[tuple[str, str]]:
+        """Tool calls of the leaf's assistant message that have no result yet."""
+        answered: set[str] = set()
+        for entry in reversed(self.path()):
+            if entry["type"] != "message":
+                continue
+            message = entry["message"]
+            role = message.get("role")
+            if role == "toolResult":
+                answered.add(message.get("toolCallId", ""))
+                continue
+            if role == "assistant":
+                return [
+                    (block["id"], block["name"])
+                    for block in message.get("content", [])
+                    if block.get("type") == "toolCall" and block.get("id") not in answered
+                ]
+            return []
+        return []
+
+    def reconcile(self) -> int:
+        """Give every dangling leaf tool call an explicit interrupted error result."""
+        dangling = self.dangling_tool_calls()
+        if dangling:
+            results: list[tuple[str, dict[str, Any]]] = []
+            for call_id, name in dangling:
+                message: ToolResultMessage = {
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "content": [{"type": "text", "text": INTERRUPTED_TOOL_TEXT}],
+                    "details": {"fastagent": "interrupted-tool-call"},
+                    "isError": True,
+                    "timestamp": now_ms(),
+                }
+                results.append(("message", {"message": message}))
+            self.append_many(results)
+        return len(dangling)
+
+
+def _summary_message(summary: str, entry: Entry) -> Message:
+    text = (
+        "The conversation history before this point was compacted into the following summary:\n\n"
+        f"<summary>\n{summary}\n</summary>"
+    )
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
+
+
+def _llm_message(entry: Entry) -> Message | None:
+    kind = entry["type"]
+    if kind == "message":
+        message = entry.get("message")
+        if isinstance(message, dict) and message.get("role") in ("user", "assistant", "toolResult"):
+            return message  # type: ignore[return-value]
+        return None
+    if kind == "custom_message":
+        content = entry.get("content", "")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return cast(Message, {"role": "user", "content": blocks, "timestamp": 0})
+    if kind == "branch_summary" and entry.get("summary"):
+        text = (
+            "The following is a summary of a branch that this conversation came back from:\n\n"
+            f"<summary>\n{entry['summary']}</summary>"
+        )
+        return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
+    return None

@@ -1,0 +1,102 @@
+"""What a tool is to the engine: a name, a description, a JSON schema and an ``execute``.
+
+Authors rarely build :class:`Tool` by hand: :func:`fastagent_cli.tools.define.define_tool` turns a
+typed function into one. The engine hands every execution a :class:`ToolContext` carrying the
+workspace, a read-only view of the session and the activation bridge for deferred tools.
+Cancellation is Python's: a running tool is cancelled with its task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fastagent_cli.models.types import ContentBlock, ToolSpec
+
+if TYPE_CHECKING:
+    from fastagent_cli.sessions.record import SessionRecord
+
+__all__ = [
+    "ReadonlySession",
+    "Tool",
+    "ToolActivation",
+    "ToolContext",
+    "ToolResult",
+    "text_result",
+]
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns: content blocks for the model, ``details`` for UIs and logs only."""
+
+    content: list[ContentBlock]
+    details: Any = None
+    is_error: bool = False
+    added_tool_names: list[str] = field(default_factory=list)
+
+
+def text_result(text: str, *, is_error: bool = False, details: Any = None) -> ToolResult:
+    return ToolResult([{"type": "text", "text": text}], details=details, is_error=is_error)
+
+
+class ToolActivation(Protocol):
+    """The bridge deferred-tool loaders use: additive, unknown names ignored."""
+
+    def active(self) -> list[str]: ...
+
+    def registered(self) -> list[str]: ...
+
+    def activate(self, names: Sequence[str]) -> list[str]: ...
+
+
+class ReadonlySession:
+    """The session as a tool may see it: the caller's id, the header, the active branch."""
+
+    def __init__(self, record: SessionRecord) -> None:
+        self._record = record
+
+    def get_session_id(self) -> str:
+        return self._record.session
+
+    def get_header(self) -> Mapping[str, Any]:
+        return dict(self._record.header)
+
+    def get_branch(self) -> list[Mapping[str, Any]]:
+        return [dict(e) for e in self._record.path()]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    cwd: str
+    session: ReadonlySession | None = None
+    tools: ToolActivation | None = None
+    tool_call_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Execute = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool the engine can offer to a model.
+
+    ``execute`` receives the raw JSON arguments; validation is the tool's own job (the
+    :func:`define_tool` wrapper validates with pydantic and answers invalid arguments as a result).
+    ``sequential`` tools make their whole batch run one call at a time.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    execute: Execute
+    deferred: bool = False
+    sequential: bool = False
+    prompt_snippet: str | None = None
+    source: str = "builtin"
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
