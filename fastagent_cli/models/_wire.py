@@ -1,0 +1,156 @@
+"""Pieces shared by the wire clients: pi's cross-provider message transform, usage cost, output
+budget, timestamps and argument parsing."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from fastagent_cli.errors import ProviderError
+from fastagent_cli.models.types import (
+    AssistantBlock,
+    AssistantMessage,
+    Message,
+    ModelInfo,
+    ModelRequest,
+    ToolResultMessage,
+    Usage,
+)
+
+__all__ = [
+    "NO_RESULT_TEXT",
+    "calculate_cost",
+    "default_max_tokens",
+    "incomplete_stream",
+    "new_tool_call_id",
+    "now_ms",
+    "parse_arguments",
+    "timeout",
+    "transform_messages",
+]
+
+NO_RESULT_TEXT = "No result provided"
+INVALID_JSON_KEY = "_invalid_json"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def timeout(connect: float, read: float) -> httpx.Timeout:
+    return httpx.Timeout(read, connect=connect)
+
+
+def default_max_tokens(request: ModelRequest) -> int:
+    """pi's ``streamSimple`` default: the request's value, else ``min(model.maxTokens, 32000)``."""
+    return request.max_tokens or min(request.model.max_tokens, 32_000)
+
+
+def new_tool_call_id(index: int) -> str:
+    return f"call_{index}_{secrets.token_hex(6)}"
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Tool-call arguments: empty means ``{}``; anything but a JSON object is kept under
+    ``_invalid_json`` so the engine's argument validation can report it to the model."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {INVALID_JSON_KEY: raw}
+    return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
+
+
+def calculate_cost(model: ModelInfo, usage: Usage) -> Usage:
+    """Fill ``usage.cost`` from ``model.cost`` ($ per million tokens) and return ``usage``."""
+    rates = model.cost
+    cost = usage["cost"]
+    cost["input"] = rates.get("input", 0.0) * usage["input"] / 1e6
+    cost["output"] = rates.get("output", 0.0) * usage["output"] / 1e6
+    cost["cacheRead"] = rates.get("cacheRead", 0.0) * usage["cacheRead"] / 1e6
+    cost["cacheWrite"] = rates.get("cacheWrite", 0.0) * usage["cacheWrite"] / 1e6
+    cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
+    return usage
+
+
+def incomplete_stream(provider: str) -> ProviderError:
+    return ProviderError(f"{provider}: stream ended before the response was complete", retryable=True)
+
+
+def _is_same_model(message: AssistantMessage, model: ModelInfo) -> bool:
+    return (
+        message.get("provider") == model.provider
+        and message.get("api") == model.api
+        and message.get("model") == model.id
+    )
+
+
+def _synthetic_result(call_id: str, name: str) -> ToolResultMessage:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": NO_RESULT_TEXT}],
+        "isError": True,
+        "timestamp": now_ms(),
+    }
+
+
+def _adapt_assistant(
+    message: AssistantMessage, model: ModelInfo, normalize_id: Callable[[str], str]
+) -> AssistantMessage:
+    same = _is_same_model(message, model)
+    blocks: list[AssistantBlock] = []
+    for block in message["content"]:
+        if block["type"] == "thinking":
+            if same:
+                blocks.append(block)
+            elif block["thinking"].strip():
+                blocks.append({"type": "text", "text": block["thinking"]})
+        elif block["type"] == "toolCall":
+            blocks.append({**block, "id": normalize_id(block["id"])})
+        else:
+            blocks.append(block)
+    return {**message, "content": blocks}
+
+
+def transform_messages(
+    messages: Sequence[Message],
+    model: ModelInfo,
+    normalize_id: Callable[[str], str] = lambda value: value,
+) -> list[Message]:
+    """pi's ``transform-messages``: drop failed assistant turns, turn another model's thinking into
+    text, normalise tool-call ids and answer every unanswered tool call with an error result before
+    the next user or assistant message."""
+    out: list[Message] = []
+    pending: dict[str, str] = {}
+
+    def flush_pending() -> None:
+        for call_id, name in pending.items():
+            out.append(_synthetic_result(call_id, name))
+        pending.clear()
+
+    for message in messages:
+        if message["role"] == "assistant":
+            if message.get("stopReason") in ("error", "aborted"):
+                continue
+            flush_pending()
+            adapted = _adapt_assistant(message, model, normalize_id)
+            for block in adapted["content"]:
+                if block["type"] == "toolCall":
+                    pending[block["id"]] = block["name"]
+            out.append(adapted)
+        elif message["role"] == "toolResult":
+            call_id = normalize_id(message["toolCallId"])
+            pending.pop(call_id, None)
+            out.append({**message, "toolCallId": call_id})
+        else:
+            flush_pending()
+            out.append(message)
+    return out

@@ -1,0 +1,155 @@
+"""Turning failed provider HTTP calls into one-line, classified :class:`ProviderError`\\ s.
+
+Messages read ``<provider>: <status> <reason>: <the provider's own message>`` for HTTP errors and
+``<provider>: connection failed: ...`` / ``... timed out ...`` / ``stream interrupted: ...`` for
+transport failures. Retryable: 408, 429, 5xx (and 529), every transport failure.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from fastagent_cli.errors import ProviderError, one_line
+
+__all__ = [
+    "classify_status",
+    "error_from_exception",
+    "error_from_response",
+    "extract_error_message",
+    "parse_retry_after",
+    "reason_phrase",
+]
+
+_MAX_BODY_CHARS = 500
+_EXTRA_REASONS = {529: "Overloaded", 499: "Client Closed Request", 520: "Unknown Error"}
+
+
+def classify_status(status: int) -> bool:
+    """Whether a request that got ``status`` is worth retrying."""
+    return status in (408, 429) or status >= 500
+
+
+def reason_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return _EXTRA_REASONS.get(status, "")
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is not None or isinstance(headers, httpx.Headers):
+        return value
+    for key, item in headers.items():  # plain dicts are case-sensitive
+        if key.lower() == name:
+            return item
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP-date)."""
+    millis = _header(headers, "retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = _header(headers, "retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _message_from_json(payload: Any) -> str | None:
+    if isinstance(payload, list) and payload:
+        return _message_from_json(payload[0])
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+        kind = error.get("type") or error.get("code")
+        if isinstance(message, str) and message.strip():
+            return message
+        if isinstance(kind, str | int):
+            return str(kind)
+    if isinstance(error, str) and error.strip():
+        return error
+    for key in ("message", "detail", "error_description"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if value is not None and key == "detail":
+            return json.dumps(value, ensure_ascii=False)
+    return None
+
+
+def extract_error_message(body: bytes) -> str:
+    """The provider's own message from an error body: JSON shapes first, else the trimmed text."""
+    text = body.decode("utf-8", errors="replace").strip()
+    if not text:
+        return ""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    message = _message_from_json(payload) if payload is not None else None
+    flat = one_line(message if message is not None else text)
+    return flat if len(flat) <= _MAX_BODY_CHARS else flat[: _MAX_BODY_CHARS - 1] + "…"
+
+
+def error_from_response(provider: str, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
+    """A :class:`ProviderError` for a non-success HTTP answer, with one readable line."""
+    head = f"{provider}: {status} {reason_phrase(status)}".rstrip()
+    message = extract_error_message(body)
+    text = f"{head}: {message}" if message else head
+    return ProviderError(
+        text,
+        status=status,
+        retryable=classify_status(status),
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def _detail(exc: BaseException) -> str:
+    text = one_line(str(exc))
+    return text or type(exc).__name__
+
+
+def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
+    """A :class:`ProviderError` for a transport failure (httpx exceptions, resets, timeouts)."""
+    detail = _detail(exc)
+    retryable = True
+    if isinstance(exc, httpx.ConnectTimeout):
+        message = f"connection timed out: {detail}"
+    elif isinstance(exc, httpx.ReadTimeout):
+        message = f"timed out waiting for the response: {detail}"
+    elif isinstance(exc, httpx.TimeoutException | TimeoutError):
+        message = f"request timed out: {detail}"
+    elif isinstance(exc, httpx.ConnectError | ConnectionRefusedError):
+        message = f"connection failed: {detail}"
+    elif isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | ConnectionResetError):
+        message = f"stream interrupted: {detail}"
+    elif isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError | httpx.InvalidURL):
+        message, retryable = f"invalid request: {detail}", False
+    elif isinstance(exc, httpx.TransportError | OSError):
+        message = f"connection error: {detail}"
+    else:
+        message, retryable = f"request failed: {detail}", False
+    return ProviderError(f"{provider}: {message}", retryable=retryable)
