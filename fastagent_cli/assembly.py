@@ -24,8 +24,7 @@ from fastagent_cli.engine.clients import ClientPool
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import ModelError
 from fastagent_cli.models.registry import ModelRegistry
-from fastagent_cli.models.scripted import ScriptedModel
-from fastagent_cli.models.types import ThinkingLevel
+from fastagent_cli.models.types import ModelClient, ThinkingLevel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
 from fastagent_cli.state.paths import resolve_override, resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
@@ -40,7 +39,7 @@ MISSING_MODEL = (
 
 def create_agent(
     *,
-    model: str | ScriptedModel,
+    model: str | ModelClient,
     instructions: str = "",
     tools: Sequence[Tool] = (),
     sessions: SessionStore | None = None,
@@ -53,12 +52,12 @@ def create_agent(
 ) -> EngineAgent:
     """Assemble an agent from typed parts (L1). ``instructions`` is used verbatim.
 
-    ``model`` is a spec (``"openai/gpt-4.1-mini"``, ``"scripted/echo"``) or a :class:`ScriptedModel`
-    built in code (``ScriptedModel.from_callable(fn)``).
+    ``model`` is a spec (``"openai/gpt-4.1-mini"``, ``"scripted/echo"``) or a model client built in
+    code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``).
     """
     workdir = str(Path(cwd or os.getcwd()).resolve())
-    scripted = model if isinstance(model, ScriptedModel) else None
-    spec = "scripted/custom" if scripted is not None else str(model)
+    client = None if isinstance(model, str) else model
+    spec = "scripted/custom" if client is not None else str(model)
     return EngineAgent(
         EngineConfig(
             model=spec,
@@ -71,7 +70,7 @@ def create_agent(
             max_tool_rounds=max_tool_rounds,
             retry=retry or RetryPolicy(),
             auth_path=Path(auth_path) if auth_path else None,
-            clients=ClientPool(None, scripted),
+            clients=ClientPool(None, client),
         )
     )
 

@@ -299,13 +299,18 @@ async def collect(events: AsyncIterable[AgentEvent]) -> CollectResult:
     Thinking is never folded into the text. Unknown events are ignored.
     """
     parts: list[str] = []
-    async for event in events:
-        if isinstance(event, Text):
-            parts.append(event.delta)
-        elif isinstance(event, Completed):
-            return CollectResult("".join(parts), event.data)
-        elif isinstance(event, Failed):
-            raise AgentFailure(event.details, event.retryable, event.code)
+    try:
+        async for event in events:
+            if isinstance(event, Text):
+                parts.append(event.delta)
+            elif isinstance(event, Completed):
+                return CollectResult("".join(parts), event.data)
+            elif isinstance(event, Failed):
+                raise AgentFailure(event.details, event.retryable, event.code)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
     raise IncompleteStreamError("stream ended without a terminal event")
 
 

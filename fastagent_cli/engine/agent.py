@@ -93,18 +93,26 @@ class EngineAgent:
             return
         queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
         producer = asyncio.create_task(self._produce(bound, as_prompt(prompt), queue.put_nowait))
+        released = False
         try:
             while True:
                 event = await queue.get()
-                yield event
                 if is_terminal(event):
-                    break
+                    # The turn is over: free the session before the consumer sees the terminal,
+                    # so a consumer that stops reading at the terminal never holds the lease.
+                    await producer
+                    released = True
+                    release()
+                    yield event
+                    return
+                yield event
         finally:
-            if not producer.done():
-                producer.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait({producer}, timeout=_CANCEL_GRACE_S)
-            release()
+            if not released:
+                if not producer.done():
+                    producer.cancel()
+                    with contextlib.suppress(BaseException):
+                        await asyncio.wait({producer}, timeout=_CANCEL_GRACE_S)
+                release()
 
     async def _produce(self, scope: Scope, prompt: Prompt, emit: Callable[[AgentEvent], None]) -> None:
         started = time.monotonic()

@@ -8,21 +8,21 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.errors import ModelError
-from fastagent_cli.models.scripted import ScriptedModel, load_scripted
+from fastagent_cli.models.scripted import load_scripted
 from fastagent_cli.models.types import ModelClient, ModelInfo
 
 __all__ = ["ClientPool"]
 
 
 class ClientPool:
-    def __init__(self, agent_dir: Path | None = None, scripted: ScriptedModel | None = None) -> None:
+    def __init__(self, agent_dir: Path | None = None, override: ModelClient | None = None) -> None:
         self.agent_dir = agent_dir
         self._clients: dict[str, Any] = {}
-        self._override = scripted
+        self._override = override
 
     def client_for(self, model: ModelInfo) -> ModelClient:
         if model.api == "scripted":
-            if self._override is not None:
+            if self._override is not None and model.id == "custom":
                 return self._override
             key = f"scripted:{model.id}"
             if key not in self._clients:

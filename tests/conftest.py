@@ -1,0 +1,99 @@
+"""Shared fixtures: an isolated environment for every test, agent directories, the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+_SCRUB_PREFIXES = ("FASTAGENT_",)
+_SCRUB_NAMES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "LOCAL_API_KEY",
+    "PORT",
+    "NO_COLOR",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test sees the developer's keys, state overrides or home directory."""
+    for name in list(os.environ):
+        if name.startswith(_SCRUB_PREFIXES) or name in _SCRUB_NAMES:
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    yield home
+
+
+AgentFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_agent(tmp_path: Path) -> AgentFactory:
+    """Write an agent directory: ``make_agent({"persona.md": "..."}, model="scripted/echo")``."""
+
+    def make(
+        files: Mapping[str, str] | None = None,
+        *,
+        model: str | None = "scripted/echo",
+        name: str = "agent",
+        config: str = "",
+    ) -> Path:
+        root = tmp_path / name
+        root.mkdir(parents=True, exist_ok=True)
+        toml = (f'model = "{model}"\n' if model else "") + config
+        (root / "fastagent.toml").write_text(toml, encoding="utf-8")
+        for rel, text in (files or {}).items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return root
+
+    return make
+
+
+def cli_command() -> list[str]:
+    return [sys.executable, "-m", "fastagent_cli"]
+
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_cli() -> RunCli:
+    """Run the real ``fastagent`` process; returns the completed process (text mode)."""
+
+    def run(
+        *args: str,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        input: str | None = None,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        return subprocess.run(
+            [*cli_command(), *args],
+            cwd=cwd,
+            env=full_env,
+            input=input if input is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    return run

@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fastagent_cli.errors import SessionError
+from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
+from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_the_record_is_published_when_created(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    record = await store.open_or_create("-1001234567890")
+    path = tmp_path / "s" / "s-1001234567890.jsonl"
+    header = lines(path)[0]
+    assert header["type"] == "session" and header["version"] == 3
+    assert header["cwd"] == str(tmp_path) and header["fastagentSession"] == "-1001234567890"
+    record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
+    assert lines(path)[1]["message"]["content"][0]["text"] == "q"
+    again = await store.open_or_create("-1001234567890")
+    assert again.header == header and len(again.entries) == 1
+    assert not list((tmp_path / "s").glob(".*.tmp"))
+
+
+async def test_entries_form_a_tree_with_the_last_as_leaf(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    record = await store.open_or_create("t")
+    a = record.append("label", targetId="x", label="a")
+    b = record.append("label", targetId="x", label="b")
+    assert a["parentId"] is None and b["parentId"] == a["id"]
+    assert len(a["id"]) == 8 and a["timestamp"].endswith("Z")
+    reopened = await store.open_if_exists("t")
+    assert reopened is not None and reopened.leaf_id == b["id"]
+    assert [e["id"] for e in reopened.path()] == [a["id"], b["id"]]
+
+
+async def test_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    record = await store.open_or_create("torn")
+    record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
+    path = store.path_for("torn")
+    with open(path, "a") as fh:
+        fh.write('{"type":"message","id":"dead","parentId":')
+    reopened = await store.open_if_exists("torn")
+    assert reopened is not None and len(reopened.entries) == 1
+
+
+async def test_a_dangling_tool_call_is_repaired_on_open(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    record = await store.open_or_create("crash")
+    record.append_message({"role": "user", "content": [{"type": "text", "text": "run it"}], "timestamp": 1})
+    record.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "toolCall", "id": "c1", "name": "slow", "arguments": {}},
+                {"type": "toolCall", "id": "c2", "name": "fast", "arguments": {}},
+            ],
+            "api": "scripted",
+            "provider": "scripted",
+            "model": "x",
+            "usage": {},
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        }  # type: ignore[typeddict-item]
+    )
+    record.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c2",
+            "toolName": "fast",
+            "content": [{"type": "text", "text": "ok"}],
+            "isError": False,
+            "timestamp": 3,
+        }
+    )
+    reopened = await store.open_if_exists("crash")
+    assert reopened is not None
+    repaired = reopened.entries[-1]["message"]
+    assert repaired["toolCallId"] == "c1" and repaired["isError"] is True
+    assert repaired["content"][0]["text"] == INTERRUPTED_TOOL_TEXT
+    assert repaired["details"] == {"fastagent": "interrupted-tool-call"}
+    assert (await store.open_if_exists("crash")).dangling_tool_calls() == []  # type: ignore[union-attr]
+    assert len(lines(store.path_for("crash"))) == 5  # header + 3 + one repair, not two
+
+
+async def test_open_if_exists_never_creates(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "nothing", tmp_path)
+    assert await store.open_if_exists("ghost") is None
+    assert not (tmp_path / "nothing").exists()
+
+
+async def test_a_foreign_file_is_a_session_error(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    store.path_for("bad").write_text('{"hello": 1}\n')
+    with pytest.raises(SessionError, match="not a session record"):
+        await store.open_if_exists("bad")
+
+
+def test_the_lease_is_exclusive_within_a_process(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    release = store.try_lease("a")
+    assert release is not None
+    assert store.try_lease("a") is None
+    assert FileSessionStore(tmp_path, tmp_path).try_lease("a") is None
+    other = store.try_lease("b")
+    assert other is not None
+    release()
+    other()
+    again = store.try_lease("a")
+    assert again is not None
+    again()
+
+
+def test_the_lease_is_exclusive_across_processes_and_freed_by_death(tmp_path: Path) -> None:
+    holder = textwrap.dedent(
+        f"""
+        import sys, time
+        from fastagent_cli.sessions.store import FileSessionStore
+        release = FileSessionStore({str(tmp_path)!r}).try_lease("shared")
+        print("held" if release else "busy", flush=True)
+        time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        assert FileSessionStore(tmp_path).try_lease("shared") is None
+    finally:
+        proc.kill()
+        proc.communicate()
+    release = FileSessionStore(tmp_path).try_lease("shared")
+    assert release is not None
+    release()
+
+
+async def test_memory_store_behaves_like_a_reopen() -> None:
+    store = MemorySessionStore("/w")
+    record = await store.open_or_create("m")
+    record.append("label", targetId="x")
+    view = await store.open_if_exists("m")
+    assert view is not None and len(view.entries) == 1 and view.header["cwd"] == "/w"
+    assert store.try_lease("m") is not None and store.try_lease("m") is None
+
+
+async def test_concurrent_creators_publish_one_record(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from fastagent_cli.sessions.store import FileSessionStore
+        async def main():
+            r = await FileSessionStore({str(tmp_path)!r}).open_or_create("race")
+            print(r.header["id"])
+        asyncio.run(main())
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(4)
+    ]
+    ids = {p.communicate()[0].strip() for p in procs}
+    assert len(ids) == 1
+    assert len(os.listdir(tmp_path)) == 1
