@@ -7,7 +7,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import httpx
 
@@ -24,6 +24,7 @@ from fastagent_cli.models.types import (
 
 __all__ = [
     "NO_RESULT_TEXT",
+    "StopReason",
     "calculate_cost",
     "default_max_tokens",
     "incomplete_stream",
@@ -34,6 +35,7 @@ __all__ = [
     "transform_messages",
 ]
 
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 NO_RESULT_TEXT = "No result provided"
 INVALID_JSON_KEY = "_invalid_json"
 

@@ -11,12 +11,13 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 import httpx
 
 from fastagent_cli.errors import ProviderError, one_line
 from fastagent_cli.models._wire import (
+    StopReason,
     calculate_cost,
     incomplete_stream,
     new_tool_call_id,
@@ -39,7 +40,6 @@ from fastagent_cli.models.types import (
 
 __all__ = ["API", "OpenAIChatClient", "build_chat_request"]
 
-StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 API = "openai-completions"
 _FINISH: dict[str, StopReason] = {
     "stop": "stop",
@@ -90,6 +90,8 @@ class _ChatStream:
 
     def feed_data(self, data: str) -> list[StreamDelta]:
         data = data.strip()
+        if not data or self.done:
+            return []
         if data == "[DONE]":
             self.done = True
             return []
@@ -238,16 +240,17 @@ class OpenAIChatClient:
                 if not response.is_success:
                     raw = await response.aread()
                     raise error_from_response(provider, response.status_code, raw, response.headers)
-                if "json" in response.headers.get("content-type", ""):  # server ignored ``stream``
+                content_type = response.headers.get("content-type", "")
+                if content_type.startswith("application/json"):  # the server ignored ``stream``
                     for delta in state.feed_body(await response.aread()):
                         yield delta
                 else:
                     async with aclosing(aiter_sse(response.aiter_bytes())) as events:
                         async for event in events:
+                            # After [DONE] the rest is read and ignored (as the SDKs do) so the
+                            # connection goes back to the pool instead of being dropped.
                             for delta in state.feed_data(event.data):
                                 yield delta
-                            if state.done:
-                                break
         except httpx.HTTPError as exc:
             raise error_from_exception(provider, exc) from exc
         yield state.finish()

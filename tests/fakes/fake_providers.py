@@ -89,6 +89,8 @@ class RecordedRequest:
     body: Any
     """The parsed JSON body, or ``None`` when it was not JSON."""
     raw: bytes
+    peer: str = ""
+    """The client's ``host:port``: equal across requests when a connection was reused."""
 
 
 @dataclass
@@ -234,7 +236,9 @@ class FakeProvider:
         except ValueError:
             body = None
         headers = {k.lower(): v for k, v in request.headers.items()}
-        self.requests.append(RecordedRequest(request.method, request.path, headers, body, raw))
+        peername = request.transport.get_extra_info("peername") if request.transport else None
+        peer = f"{peername[0]}:{peername[1]}" if peername else ""
+        self.requests.append(RecordedRequest(request.method, request.path, headers, body, raw, peer))
         if request.method != "POST" or request.path != self.path:
             message = f"fake server: no route for {request.method} {request.path}"
             return web.json_response(self.error_body(message), status=404)

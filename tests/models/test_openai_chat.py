@@ -276,6 +276,15 @@ async def test_server_that_ignores_stream_true(fake: FakeOpenAI, client: OpenAIC
     assert final["usage"]["totalTokens"] == 7
 
 
+async def test_connection_is_reused_after_done(fake: FakeOpenAI, client: OpenAIChatClient) -> None:
+    fake.enqueue_stream(openai_reply("one"))
+    fake.enqueue_stream(openai_reply("two"))
+    await collect(client, make_request(fake.model_info()))
+    await collect(client, make_request(fake.model_info()))
+    first, second = fake.requests
+    assert first.peer and first.peer == second.peer
+
+
 # ----------------------------------------------------------------------------- failures
 
 

@@ -1,0 +1,135 @@
+"""The request side of ``anthropic-messages``: pi messages, tools and thinking level to a streaming
+``POST /v1/messages`` body (merged same-role turns, tool results as ``user`` ``tool_result``
+blocks, signed thinking replayed, budget-based extended thinking)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from fastagent_cli.models._wire import default_max_tokens, transform_messages
+from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
+
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "THINKING_BUDGETS",
+    "build_messages_request",
+    "normalize_tool_id",
+]
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 16384}
+_MIN_BUDGET = 1024
+_BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_IMAGE_NOTE = "(image omitted: this model does not accept images)"
+
+
+def normalize_tool_id(value: str) -> str:
+    """A tool-call id matching ``^[a-zA-Z0-9_-]{1,64}$``, deterministic so calls and results agree."""
+    cleaned = _BAD_ID_CHARS.sub("_", value)
+    if cleaned and len(cleaned) <= 64:
+        return cleaned
+    digest = hashlib.sha1(value.encode()).hexdigest()[:10]
+    return f"{cleaned[:53]}_{digest}" if cleaned else f"toolu_{digest}"
+
+
+def _content_blocks(content: list[ContentBlock] | str, images: bool) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content.strip() else []
+    blocks: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "text":
+            if block["text"].strip():  # the API rejects empty text blocks
+                blocks.append({"type": "text", "text": block["text"]})
+        elif images:
+            source = {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}
+            blocks.append({"type": "image", "source": source})
+        else:
+            blocks.append({"type": "text", "text": _IMAGE_NOTE})
+    return blocks
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in message["content"]:
+        if block["type"] == "text":
+            if block["text"].strip():
+                blocks.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "thinking":
+            # Only this model's signed thinking can be replayed (transform_messages turned another
+            # model's thinking into text already); unsigned thinking is dropped.
+            signature = block.get("thinkingSignature")
+            if signature:
+                blocks.append({"type": "thinking", "thinking": block["thinking"], "signature": signature})
+        else:
+            blocks.append(
+                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["arguments"]}
+            )
+    return blocks
+
+
+def _tool_result_block(message: ToolResultMessage, images: bool) -> dict[str, Any]:
+    parts = _content_blocks(message["content"], images)
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message["toolCallId"]}
+    if parts and all(p["type"] == "text" for p in parts):
+        result["content"] = "\n".join(p["text"] for p in parts)
+    elif parts:
+        result["content"] = parts
+    result["is_error"] = message["isError"]
+    return result
+
+
+def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    images = request.model.supports_images
+    out: list[dict[str, Any]] = []
+    for message in transform_messages(request.messages, request.model, normalize_tool_id):
+        if message["role"] == "user":
+            role, blocks = "user", _content_blocks(message["content"], images)
+        elif message["role"] == "assistant":
+            role, blocks = "assistant", _assistant_blocks(message)
+        else:
+            role, blocks = "user", [_tool_result_block(message, images)]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:  # the API wants strictly alternating roles
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def messages_url(base_url: str) -> str:
+    base = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
+    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+
+def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The URL, headers and JSON body of a streaming Messages API request."""
+    model = request.model
+    max_tokens = default_max_tokens(request)
+    body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
+    if request.system:
+        body["system"] = request.system
+    body["messages"] = _convert_messages(request)
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in request.tools
+        ]
+    if model.reasoning and request.thinking != "off":
+        budgets = {**THINKING_BUDGETS, **dict(model.compat.get("thinkingBudgets") or {})}
+        budget = int(budgets[request.thinking])
+        max_tokens = min(max_tokens + budget, model.max_tokens)
+        if max_tokens <= budget:
+            budget = max_tokens - 1024
+        if budget >= _MIN_BUDGET:  # below the API's minimum: answer without thinking
+            body["max_tokens"] = max_tokens
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    headers = {"anthropic-version": ANTHROPIC_VERSION, "accept": "text/event-stream"}
+    if request.api_key:
+        headers["x-api-key"] = request.api_key
+    headers.update(model.headers)
+    return messages_url(model.base_url), headers, body
