@@ -178,11 +178,12 @@ def load_config(path: Path) -> FastagentConfig:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        col = getattr(exc, "colno", None)
-        where = f" at line {line}, column {col}" if line else ""
-        message = getattr(exc, "msg", str(exc))
-        raise ConfigError(f"{path}: TOML syntax error{where}: {message}") from None
+        text = str(exc)
+        found = re.search(r"\s*\(at line (\d+), column (\d+)\)", text)
+        line, col = (found.group(1), found.group(2)) if found else (getattr(exc, "lineno", None), None)
+        message = text[: found.start()] + text[found.end() :] if found else text
+        where = f" at line {line}, column {col}" if line and col else ""
+        raise ConfigError(f"{path}: TOML syntax error{where}: {message.strip()}") from None
     try:
         return FastagentConfig.model_validate(raw)
     except pydantic.ValidationError as exc:
