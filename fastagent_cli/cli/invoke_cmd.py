@@ -57,6 +57,8 @@ def invoke(
     MESSAGE may be - to read the prompt from stdin.
     """
     text = _read_message(message)
+    if not text.strip():
+        raise UsageError("the message is empty")
     from fastagent_cli.assembly import open_agent_dir
 
     opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
