@@ -26,7 +26,7 @@ from fastagent_cli.errors import ModelError
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.types import ModelClient, ThinkingLevel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
-from fastagent_cli.state.paths import resolve_override, resolve_sessions_dir, resolve_state_root
+from fastagent_cli.state.paths import resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
 
 __all__ = ["MISSING_MODEL", "OpenedAgent", "create_agent", "open_agent_dir", "resolve_model_spec"]
@@ -150,9 +150,6 @@ def open_agent_dir(
 
 
 def _auth_path(flag: str | None, state_root: Path, workspace: Path) -> Path:
-    if flag:
-        return resolve_override(flag, Path.cwd())
-    env = os.environ.get("FASTAGENT_AUTH_PATH")
-    if env:
-        return resolve_override(env, workspace)
-    return state_root / "auth.json"
+    from fastagent_cli.auth.paths import resolve_auth_path  # the one definition of the order
+
+    return resolve_auth_path(flag, state_root, workspace)

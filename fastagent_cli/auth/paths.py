@@ -1,0 +1,120 @@
+"""Which credential file a command reads, and which one ``login`` / ``logout`` write.
+
+Order (one file, never a fallback from one file to another):
+
+1. ``--auth-path <file>``            (relative to the current directory)
+2. ``FASTAGENT_AUTH_PATH``            (relative to the workspace; the agent's ``.env`` may set it)
+3. ``<state root>/auth.json``         (``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``)
+
+After the file, :func:`~fastagent_cli.models.credentials.resolve_credential` tries the provider's
+environment variables (``.env`` included). Outside any agent, ``login`` writes the global file
+``~/.fastagent/auth.json``; inside an agent but not at its root it refuses, naming the root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastagent_cli.definition.config import CONFIG_NAME
+from fastagent_cli.definition.dotenv import load_dotenv
+from fastagent_cli.definition.placement import Placement, resolve_placement
+from fastagent_cli.errors import PlacementError
+from fastagent_cli.state.paths import STATE_DIRNAME, resolve_override, resolve_state_root
+
+__all__ = [
+    "AUTH_FILENAME",
+    "AuthTarget",
+    "global_auth_path",
+    "resolve_auth_path",
+    "resolve_auth_target",
+]
+
+AUTH_FILENAME = "auth.json"
+AUTH_PATH_ENV = "FASTAGENT_AUTH_PATH"
+
+
+def global_auth_path() -> Path:
+    """``~/.fastagent/auth.json`` (``Path.home()``, so ``HOME`` moves it)."""
+    return Path.home() / STATE_DIRNAME / AUTH_FILENAME
+
+
+def resolve_auth_path(
+    flag: str | None, state_root: Path, workspace: Path, env: Mapping[str, str] | None = None
+) -> Path:
+    """The credential file of an opened agent: ``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > state root."""
+    environ = os.environ if env is None else env
+    if flag:
+        return resolve_override(flag, Path.cwd())
+    override = environ.get(AUTH_PATH_ENV)
+    if override:
+        return resolve_override(override, workspace)
+    return state_root / AUTH_FILENAME
+
+
+@dataclass(frozen=True, slots=True)
+class AuthTarget:
+    """Where ``login`` / ``logout`` act. ``placement`` is ``None`` outside any agent."""
+
+    path: Path
+    source: str
+    """``--auth-path``, ``FASTAGENT_AUTH_PATH``, ``agent`` or ``global``."""
+    placement: Placement | None
+
+    @property
+    def is_global(self) -> bool:
+        return self.source == "global"
+
+    @property
+    def models_json(self) -> Path | None:
+        return None if self.placement is None else self.placement.agent_dir / "models.json"
+
+
+def resolve_auth_target(
+    directory: str | os.PathLike[str] = ".", flag: str | None = None, env: Mapping[str, str] | None = None
+) -> AuthTarget:
+    """The credential file for ``login``/``logout`` run in ``directory``.
+
+    At an agent (or a workspace holding one) it is the agent's file; outside any agent the global
+    one (unless ``--auth-path``/``FASTAGENT_AUTH_PATH`` names another). Any other placement problem
+    (inside an agent but not at its root, several agents) is raised as is.
+    """
+    environ = os.environ if env is None else env
+    try:
+        placement: Placement | None = resolve_placement(directory, environ)
+    except PlacementError:
+        if not _outside_any_agent(Path(os.path.expanduser(os.fspath(directory))), environ):
+            raise
+        placement = None
+    if placement is not None:
+        if env is None:  # the agent's .env may set FASTAGENT_AUTH_PATH, as for every command
+            load_dotenv(placement.agent_dir / ".env")
+        workspace = placement.workspace
+        state_root = resolve_state_root(placement.agent_dir, workspace, environ)
+    else:
+        workspace = Path(os.path.expanduser(os.fspath(directory))).resolve()
+        state_root = global_auth_path().parent
+    path = resolve_auth_path(flag, state_root, workspace, environ)
+    if flag:
+        source = "--auth-path"
+    elif environ.get(AUTH_PATH_ENV):
+        source = AUTH_PATH_ENV
+    else:
+        source = "agent" if placement is not None else "global"
+    return AuthTarget(path, source, placement)
+
+
+def _outside_any_agent(directory: Path, env: Mapping[str, str]) -> bool:
+    """No agent at, above or directly below ``directory`` (and none asserted by FASTAGENT_AGENT)."""
+    if env.get("FASTAGENT_AGENT") or not directory.is_dir():
+        return False
+    here = directory.resolve()
+    if any((p / CONFIG_NAME).is_file() for p in (here, *here.parents)):
+        return False
+    try:
+        children = [c for c in here.iterdir() if c.is_dir() and not c.name.startswith(".")]
+    except OSError:
+        return False
+    return not any((c / CONFIG_NAME).is_file() for c in children)
