@@ -14,6 +14,8 @@ __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
+    "login": ("fastagent_cli.cli.login_cmd:login", "Store a provider API key (verified) in auth.json."),
+    "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
     "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
 }
 

@@ -1,0 +1,171 @@
+"""``fastagent login [provider]`` and ``fastagent logout [provider]``: API keys in ``auth.json``.
+
+``login`` asks for the key hidden, verifies it with one request (see :mod:`fastagent_cli.auth.verify`)
+and stores it: a rejected key (401/403) is not kept and the key is asked again; an inconclusive
+check (network, quota, server error) keeps the key and prints the provider's message. It needs a
+terminal: with ``--no-input`` or piped stdin it fails at once (set the provider's environment
+variable, or put it in the agent's ``.env``, instead).
+
+Which file: ``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > the agent's ``<state root>/auth.json``;
+outside any agent, the global ``~/.fastagent/auth.json`` (said on stderr). Inside an agent but not at
+its root, both commands refuse and say where to cd.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+from fastagent_cli.cli.common import run_async, say
+from fastagent_cli.errors import CredentialError, UsageError
+
+if TYPE_CHECKING:
+    from fastagent_cli.auth.paths import AuthTarget
+    from fastagent_cli.auth.store import AuthStore
+    from fastagent_cli.auth.verify import Verdict
+    from fastagent_cli.models.registry import ModelRegistry, ProviderInfo
+
+__all__ = ["ask", "interactive", "interactive_login", "key_providers", "login", "logout"]
+
+MAX_ATTEMPTS = 5
+
+
+def interactive() -> bool:
+    """Both stdin and stdout are a terminal (prompts need one to read a hidden key)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def ask(message: str, *, secret: bool = False, choices: Sequence[str] = ()) -> str:
+    """One line from the terminal (hidden when ``secret``); Ctrl+C / Ctrl+D abort the command."""
+    from prompt_toolkit import prompt
+    from prompt_toolkit.completion import FuzzyWordCompleter
+
+    completer = FuzzyWordCompleter(list(choices)) if choices else None
+    try:
+        return prompt(message, is_password=secret, completer=completer, reserve_space_for_menu=0).strip()
+    except (EOFError, KeyboardInterrupt):
+        raise click.Abort() from None
+
+
+def key_providers(registry: ModelRegistry) -> dict[str, ProviderInfo]:
+    """Providers that take an API key (catalog ones with an env var, custom ones with ``apiKey``)."""
+    return {name: p for name, p in registry.providers.items() if p.needs_key}
+
+
+def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
+    """Ask for a key until the provider does not reject it; store it; return the last verdict."""
+    from fastagent_cli.auth.verify import verify_key
+
+    for _ in range(MAX_ATTEMPTS):
+        key = ask(f"{provider.title} API key (hidden, Ctrl+C to cancel): ", secret=True)
+        if not key:
+            say("[fastagent] no key entered")
+            continue
+        say(f"[fastagent] checking the key with {provider.name} …")
+        verdict = run_async(verify_key(provider, key))
+        if verdict.invalid:
+            say(f"[fastagent] {provider.title} rejected this key, it was not saved: {verdict.message}")
+            continue
+        store.set_api_key(provider.name, key)
+        if verdict.valid:
+            say(f"[fastagent] {provider.title} key verified and saved to {store.path}")
+        else:
+            say(
+                f"[fastagent] {provider.title} key saved to {store.path}, but it could not be checked: "
+                f"{verdict.message}"
+            )
+        return verdict
+    raise CredentialError(f"no usable {provider.title} key after {MAX_ATTEMPTS} tries; nothing was saved")
+
+
+def _open(auth_path: str | None) -> tuple[AuthTarget, AuthStore, ModelRegistry]:
+    from fastagent_cli.auth.paths import resolve_auth_target
+    from fastagent_cli.auth.store import AuthStore
+    from fastagent_cli.models.registry import ModelRegistry
+
+    target = resolve_auth_target(".", auth_path)
+    return target, AuthStore(target.path), ModelRegistry(target.models_json)
+
+
+def _global_note(target: AuthTarget) -> None:
+    if target.is_global:
+        say(
+            f"[fastagent] no agent here: using the global credential file {target.path} "
+            "(agents read it only when FASTAGENT_AUTH_PATH or --auth-path points at it)"
+        )
+
+
+def _choose_provider(providers: dict[str, ProviderInfo], store: AuthStore) -> ProviderInfo:
+    stored = set(store.providers())
+    names = list(providers)
+    click.echo("Log in to which provider?")
+    for number, (name, info) in enumerate(providers.items(), 1):
+        status = "stored" if name in stored else next((v for v in info.api_key_env if os.environ.get(v)), "")
+        env = ", ".join(info.api_key_env) or "models.json apiKey"
+        click.echo(f"  {number:>2}  {name:<12} {env:<28} {status}".rstrip())
+    while True:
+        answer = ask(f"Provider [1-{len(names)} or name]: ", choices=names)
+        if answer.isdigit() and 1 <= int(answer) <= len(names):
+            return providers[names[int(answer) - 1]]
+        if answer in providers:
+            return providers[answer]
+        click.echo(f"Not a provider: {answer!r}. Type a number from the list or a name.")
+
+
+@click.command()
+@click.argument("provider", required=False)
+@click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent here).")
+@click.option(
+    "--no-input", is_flag=True, help="Never prompt (login then fails: it reads the key from a terminal)."
+)
+def login(provider: str | None, auth_path: str | None, no_input: bool) -> None:
+    """Store a provider's API key, verified at once with one request.
+
+    Run it at the agent's root (the key goes to its .fastagent/auth.json); outside any agent it
+    writes ~/.fastagent/auth.json.
+    """
+    target, store, registry = _open(auth_path)
+    providers = key_providers(registry)
+    if provider is not None and provider not in providers:
+        reason = "takes no API key" if provider in registry.providers else "is not a known provider"
+        raise UsageError(f'"{provider}" {reason}; providers that take a key: {", ".join(providers)}')
+    if no_input or not interactive():
+        envs = (", ".join(providers[provider].api_key_env) if provider else "") or "the provider's variable"
+        raise CredentialError(
+            f"login reads the key from a terminal{' (--no-input)' if no_input else ''}; without one, "
+            f"set {envs} in the environment or the agent's .env instead"
+        )
+    _global_note(target)
+    info = providers[provider] if provider else _choose_provider(providers, store)
+    interactive_login(info, store)
+
+
+@click.command()
+@click.argument("provider", required=False)
+@click.option("--auth-path", help="Credential file to edit (default <state>/auth.json of the agent here).")
+def logout(provider: str | None, auth_path: str | None) -> None:
+    """Remove a stored credential (PROVIDER may be omitted when only one is stored)."""
+    target, store, registry = _open(auth_path)
+    _global_note(target)
+    stored = store.providers() if store.path.exists() else []
+    if provider is None:
+        if not stored:
+            raise CredentialError(f"no stored credentials in {store.path}")
+        if len(stored) > 1:
+            raise UsageError(
+                f"several credentials are stored in {store.path} ({', '.join(stored)}): name one, "
+                f"e.g. `fastagent logout {stored[0]}`"
+            )
+        provider = stored[0]
+    if not (store.path.exists() and store.remove(provider)):
+        listing = f" (stored: {', '.join(stored)})" if stored else ""
+        raise CredentialError(f'no stored credential for "{provider}" in {store.path}{listing}')
+    say(f"[fastagent] removed the {provider} credential from {store.path}")
+    info = registry.providers.get(provider)
+    still = [v for v in (info.api_key_env if info else ()) if os.environ.get(v)]
+    if still:
+        say(f"[fastagent] note: {still[0]} is still set in the environment and will be used")
