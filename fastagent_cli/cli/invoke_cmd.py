@@ -60,7 +60,9 @@ def invoke(
     if not text.strip():
         raise UsageError("the message is empty")
     from fastagent_cli.assembly import open_agent_dir
+    from fastagent_cli.cli.model_picker import ensure_model
 
+    model = ensure_model(directory, model, no_input, auth_path=auth_path)
     opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")
