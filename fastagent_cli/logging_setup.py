@@ -1,0 +1,92 @@
+"""One leveled logger to stderr for the serving commands.
+
+Lines read ``LEVEL msg`` with the level padded to 5 characters::
+
+    INFO  [fastagent] http host on :8787 (all interfaces)
+    DEBUG [agent] ▶ turn session=s1 ← hello
+    WARN  [channel] telegram: reconnecting
+
+Every fastagent logger lives under ``fastagent`` (``fastagent.agent``, ``fastagent.host``,
+``fastagent.channel``...); a message starts with its subsystem prefix (``[fastagent]``,
+``[agent]``, ``[host]``, ``[channel]``, ``[schedule]``...). ``FASTAGENT_LOG_LEVEL``
+(``debug|info|warn|error``) wins over the command's default (``dev``: debug, ``start``: info); an
+invalid value warns and falls back to the default.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+
+__all__ = ["LEVELS", "LOG_LEVEL_ENV", "configure_logging", "resolve_level"]
+
+LOG_LEVEL_ENV = "FASTAGENT_LOG_LEVEL"
+LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
+_ALIASES = {"warning": "warn"}
+_NAMES = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARN", logging.ERROR: "ERROR"}
+_ROOT = "fastagent"
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        name = _NAMES.get(record.levelno) or ("ERROR" if record.levelno > logging.ERROR else "DEBUG")
+        line = f"{name:<5} {record.getMessage()}"
+        if record.exc_info:
+            line = f"{line}\n{self.formatException(record.exc_info)}"
+        return line
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def resolve_level(default: str, env: Mapping[str, str] | None = None) -> tuple[int, str | None]:
+    """``(level, warning)``: the level from ``FASTAGENT_LOG_LEVEL`` or ``default``, and the warning
+    to print when the variable holds something else."""
+    environ = os.environ if env is None else env
+    fallback = LEVELS[_ALIASES.get(default.lower(), default.lower())]
+    raw = environ.get(LOG_LEVEL_ENV, "").strip()
+    if not raw:
+        return fallback, None
+    key = _ALIASES.get(raw.lower(), raw.lower())
+    if key in LEVELS:
+        return LEVELS[key], None
+    return fallback, (
+        f'[fastagent] {LOG_LEVEL_ENV}="{raw}" is not one of {", ".join(LEVELS)}; using {default.lower()}'
+    )
+
+
+def configure_logging(default_level: str = "info", env: Mapping[str, str] | None = None) -> int:
+    """Route every ``fastagent.*`` logger to stderr at the chosen level; returns the level.
+
+    ``default_level`` is ``"debug"`` for ``dev`` and ``"info"`` for ``start``. Calling it again
+    replaces the previous configuration (one handler, never duplicated lines).
+    """
+    level, warning = resolve_level(default_level, env)
+    root = logging.getLogger(_ROOT)
+    for handler in list(root.handlers):
+        if isinstance(handler, _StderrHandler):
+            root.removeHandler(handler)
+    handler = _StderrHandler()
+    handler.setFormatter(_Formatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False
+    if warning is not None:
+        root.warning(warning)
+    return level

@@ -1,0 +1,236 @@
+"""Channel modules: ``channels/*.py`` in the agent directory.
+
+Every ``channels/*.py`` file is enabled; rename one to ``<name>.py.disabled`` to disable it (dot
+files and ``__init__.py`` are not channels). A module's ``channel`` attribute is either
+
+* a **route channel**: a function ``(ctx) -> routes`` returning a non-empty dict of route keys
+  (``"/path"`` or ``"METHOD /path"``) to handlers, synchronously::
+
+      def channel(ctx):
+          async def hook(request):
+              ...
+          return {"POST /webhook": hook}
+
+* a **long connection**: an object with a string ``name`` and ``connect(ctx, stop)`` returning an
+  object with ``ready`` and ``closed`` awaitables (``stop`` is an :class:`asyncio.Event`, the only
+  shutdown command; see :mod:`fastagent_cli.serve.long_connections`).
+
+``ctx`` is a :class:`ChannelContext` (the agent, and the absolute state root: a channel keeps its
+state under ``<state_root>/channels/<kind>/``). Loading collects every per-file failure and every
+route collision; serving treats any of them as fatal (:meth:`LoadedChannels.raise_if_invalid`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
+
+from fastagent_cli.contract import Agent
+from fastagent_cli.errors import ServeError, one_line
+from fastagent_cli.serve.router import Handler, RouteKey, find_collisions, parse_route_key
+
+__all__ = [
+    "CHANNELS_DIR",
+    "ChannelContext",
+    "ChannelFailure",
+    "LongConnection",
+    "LongConnectionChannel",
+    "LoadedChannels",
+    "load_channels",
+]
+
+CHANNELS_DIR = "channels"
+_SUFFIX = ".py"
+_DISABLED_SUFFIX = ".py.disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelContext:
+    """What a channel is mounted with."""
+
+    agent: Agent
+    state_root: Path
+    """The resolved state root, absolute (``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``)."""
+
+    def __post_init__(self) -> None:
+        if not Path(self.state_root).is_absolute():
+            raise ServeError(f"a channel context needs an absolute state root, not {self.state_root}")
+
+
+@runtime_checkable
+class LongConnection(Protocol):
+    ready: Awaitable[None]
+    closed: Awaitable[None]
+
+
+class LongConnectionChannel(Protocol):
+    name: str
+
+    def connect(self, ctx: ChannelContext, stop: Any) -> LongConnection | Awaitable[LongConnection]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelFailure:
+    file: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
+
+
+@dataclass(slots=True)
+class LoadedChannels:
+    enabled: list[Path] = field(default_factory=list)
+    disabled: list[Path] = field(default_factory=list)
+    routes: dict[str, Handler] = field(default_factory=dict)
+    route_owners: dict[str, str] = field(default_factory=dict)
+    """Route key -> the file that declared it."""
+    long_connections: list[tuple[str, LongConnectionChannel]] = field(default_factory=list)
+    """``(file, module)`` per long-connection channel."""
+    failures: list[ChannelFailure] = field(default_factory=list)
+    collisions: list[str] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> bool:
+        return bool(self.failures or self.collisions)
+
+    def error_message(self) -> str | None:
+        """The one fatal message for ``dev`` / ``start``, naming every file, or ``None``."""
+        if not self.invalid:
+            return None
+        head = (
+            f"channel setup is invalid ({len(self.failures)} load failure(s), "
+            f"{len(self.collisions)} route collision(s)) — fix it, or rename an intentionally "
+            "disabled file to *.disabled"
+        )
+        return head + ": " + "; ".join([*(str(f) for f in self.failures), *self.collisions])
+
+    def raise_if_invalid(self) -> None:
+        message = self.error_message()
+        if message is not None:
+            raise ServeError(message)
+
+
+def load_channels(agent_dir: Path, ctx: ChannelContext, *, mounts: Iterable[str] = ()) -> LoadedChannels:
+    """Import every enabled channel file, mount route channels with ``ctx``, and check the routes
+    against each other and against ``mounts`` (prefixes owned by built-in handlers)."""
+    loaded = LoadedChannels()
+    folder = agent_dir / CHANNELS_DIR
+    if not folder.is_dir():
+        return loaded
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.name == "__init__.py" or not path.is_file():
+            continue
+        if path.name.endswith(_DISABLED_SUFFIX):
+            loaded.disabled.append(path)
+        elif path.name.endswith(_SUFFIX):
+            loaded.enabled.append(path)
+    owned: list[tuple[str, RouteKey]] = []
+    names: dict[str, str] = {}
+    for path in loaded.enabled:
+        shown = f"{CHANNELS_DIR}/{path.name}"
+        try:
+            channel = _import_channel(path, agent_dir)
+            if _is_long_connection(channel):
+                name = _connection_name(channel)
+                if name in names:
+                    raise ServeError(f'a long connection named "{name}" is already declared by {names[name]}')
+                names[name] = shown
+                loaded.long_connections.append((shown, channel))
+                continue
+            routes = _mount_routes(channel, ctx)
+        except ServeError as exc:
+            loaded.failures.append(ChannelFailure(shown, exc.message))
+            continue
+        for key, handler in routes.items():
+            loaded.routes[str(key)] = handler
+            loaded.route_owners[str(key)] = shown
+            owned.append((shown, key))
+    loaded.collisions.extend(find_collisions(owned))
+    for prefix in mounts:
+        for owner, key in owned:
+            if key.path == prefix or key.path.startswith(prefix.rstrip("/") + "/"):
+                loaded.collisions.append(f'"{key}" ({owner}) is inside the built-in "{prefix}"')
+    return loaded
+
+
+def _import_channel(path: Path, agent_dir: Path) -> Any:
+    if str(agent_dir) not in sys.path:
+        sys.path.insert(0, str(agent_dir))  # a channel may import helpers living in the agent dir
+    name = f"fastagent_agent_channels.{path.name[: -len(_SUFFIX)]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ServeError("cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if not isinstance(exc, Exception):
+            raise
+        raise ServeError(f"cannot load: {_describe(exc)}") from None
+    return _channel_of(module)
+
+
+def _channel_of(module: ModuleType) -> Any:
+    if not hasattr(module, "channel"):
+        raise ServeError(
+            "defines no `channel` (a function (ctx) -> routes, or an object with name and connect(ctx, stop))"
+        )
+    return module.channel
+
+
+def _is_long_connection(channel: Any) -> bool:
+    return callable(getattr(channel, "connect", None)) and not inspect.isfunction(channel)
+
+
+def _connection_name(channel: Any) -> str:
+    name = getattr(channel, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise ServeError("a long-connection channel needs a non-empty string `name`")
+    return name
+
+
+def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
+    if not callable(channel):
+        raise ServeError(
+            f"`channel` is a {type(channel).__name__}: it must be a function (ctx) -> routes, "
+            "or an object with name and connect(ctx, stop)"
+        )
+    try:
+        routes = channel(ctx)
+    except Exception as exc:
+        raise ServeError(f"channel(ctx) raised {_describe(exc)}") from None
+    if inspect.isawaitable(routes):
+        close = getattr(routes, "close", None)
+        if close is not None:
+            close()  # a coroutine never awaited would warn
+        raise ServeError(
+            "channel(ctx) returned an awaitable: a route channel returns its routes synchronously"
+        )
+    if not isinstance(routes, Mapping) or not routes:
+        raise ServeError(f"channel(ctx) must return a non-empty dict of routes, not {_shape(routes)}")
+    parsed: dict[RouteKey, Handler] = {}
+    for key, handler in routes.items():
+        route = parse_route_key(key)
+        if not callable(handler):
+            raise ServeError(f'the handler of "{key}" is a {type(handler).__name__}, not an async function')
+        parsed[route] = handler
+    return parsed
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an empty dict"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _describe(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 300)

@@ -1,0 +1,24 @@
+"""``GET /health``: ``200 ok`` once serving is ready, ``503 starting`` until every long connection
+has first become ready (deployment probes and webhook registrars poll it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from fastagent_cli.serve.body import text_response
+from fastagent_cli.serve.router import Handler
+
+__all__ = ["HEALTH_KEY", "create_health_handler"]
+
+HEALTH_KEY = "GET /health"
+
+
+def create_health_handler(is_ready: Callable[[], bool] = lambda: True) -> Handler:
+    async def health(request: web.BaseRequest) -> web.StreamResponse:
+        if is_ready():
+            return text_response("ok\n", 200)
+        return text_response("starting\n", 503)
+
+    return health

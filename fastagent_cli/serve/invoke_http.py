@@ -1,0 +1,92 @@
+"""``POST /invoke``: the built-in HTTP/SSE entry to an agent.
+
+Request: ``{"session": "s1", "text": "hello"}`` plus optional ``parentSession`` (string) and
+``branchHints`` (array of strings), read only when the session is first created.
+
+Answers (features G7-G12):
+
+* 200 ``text/event-stream``: one ``data: <AgentEvent JSON>`` per event, ``: ping`` comments every
+  30 s. A turn on a session that is already busy is still a 200 holding one
+  ``failed{code:"session_busy"}``. A client that disconnects cancels the turn.
+* 405 ``POST only``, 413 ``body too large`` (over 1 MiB actually received), 400 ``invalid json``,
+  400 with what the body needs, 500 ``internal error`` when the agent fails before the stream
+  starts (after it started, the stream is cut, never left hanging).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from fastagent_cli.contract import Agent, Prompt, Scope
+from fastagent_cli.serve.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serve.router import Handler
+from fastagent_cli.serve.sse import stream_events
+
+__all__ = [
+    "INVOKE_USAGE",
+    "create_invoke_handler",
+    "parse_invoke_body",
+    "read_body_capped",
+    "text_response",
+]
+
+log = logging.getLogger("fastagent.host")
+
+INVOKE_USAGE = 'need { "session": string, "text": string }\n'
+_PARENT_TYPE = '"parentSession" must be a string\n'
+_HINTS_TYPE = '"branchHints" must be an array of strings\n'
+
+
+def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
+    """The scope and prompt of an ``/invoke`` body, or the 400 message saying what is wrong."""
+    try:
+        body: Any = json.loads(raw)
+    except (ValueError, RecursionError):
+        return "invalid json\n"
+    if not isinstance(body, dict):
+        return INVOKE_USAGE
+    session = body.get("session")
+    text = body.get("text")
+    if not isinstance(session, str) or not isinstance(text, str):
+        return INVOKE_USAGE
+    parent = body.get("parentSession")
+    if parent is not None and not isinstance(parent, str):
+        return _PARENT_TYPE
+    hints = body.get("branchHints")
+    if hints is None:
+        hints = []
+    if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
+        return _HINTS_TYPE
+    return Scope(session, parent, tuple(hints)), Prompt(text)
+
+
+def create_invoke_handler(agent: Agent) -> Handler:
+    """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
+    405 itself). Works under :func:`~fastagent_cli.serve.host.serve` or any aiohttp server."""
+
+    async def invoke(request: web.BaseRequest) -> web.StreamResponse:
+        if request.method != "POST":
+            refused = text_response("POST only\n", 405)
+            refused.headers["Allow"] = "POST"
+            return refused
+        raw = await read_body_capped(request, MAX_BODY_BYTES)
+        if raw is None:
+            too_large = text_response("body too large\n", 413)
+            too_large.force_close()
+            return too_large
+        parsed = parse_invoke_body(raw)
+        if isinstance(parsed, str):
+            return text_response(parsed, 400)
+        scope, prompt = parsed
+        try:
+            events = agent.invoke(scope, prompt)
+        except Exception:
+            log.exception("[host] the agent failed to start a turn for session %s", scope.session)
+            return text_response("internal error\n", 500)
+        return await stream_events(request, events)
+
+    return invoke

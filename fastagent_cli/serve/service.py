@@ -1,0 +1,132 @@
+"""``create_agent_service``: the whole assembly ``dev`` / ``start`` perform, without the process.
+
+::
+
+    service = await create_agent_service("./my-agent")
+    server = serve(service.handler, port=8787)
+    await server.listening
+    ...
+    await server.close()
+    await service.close()
+
+No port is bound, no signal handler installed, nothing exits the process: this is the supported
+way to mount a whole agent inside an app. Composition (core design section 7):
+
+* the agent is opened with :func:`~fastagent_cli.assembly.open_agent_dir`;
+* ``channels/*.py`` are loaded; any load failure or route collision raises one ServeError naming
+  the files (rename an intentionally disabled file to ``*.disabled``);
+* ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
+  appear); ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until
+  every long connection is ready;
+* long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastagent_cli.assembly import OpenedAgent, open_agent_dir
+from fastagent_cli.contract import Agent
+from fastagent_cli.engine.agent import EngineAgent
+from fastagent_cli.serve.channels import ChannelContext, LoadedChannels, load_channels
+from fastagent_cli.serve.health import HEALTH_KEY, create_health_handler
+from fastagent_cli.serve.invoke_http import create_invoke_handler
+from fastagent_cli.serve.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
+from fastagent_cli.serve.router import Handler, RouteKey, build_router, parse_route_key
+
+__all__ = ["INVOKE_KEY", "AgentService", "ChannelsSummary", "compose_routes", "create_agent_service"]
+
+log = logging.getLogger("fastagent.host")
+
+INVOKE_KEY = "/invoke"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsSummary:
+    routes: list[str] = field(default_factory=list)
+    """Route keys declared by channel files."""
+    long_connections: list[str] = field(default_factory=list)
+    """Names of long-connection channels."""
+    builtin_invoke: bool = True
+    """Whether the built-in ``/invoke`` is mounted (only when no channel file is enabled)."""
+
+
+@dataclass(slots=True)
+class AgentService:
+    handler: Handler
+    """Every route composed: give it to :func:`~fastagent_cli.serve.host.serve`."""
+    agent: EngineAgent
+    routes: dict[str, Handler]
+    """What is served, key -> handler (for startup lines)."""
+    opened: OpenedAgent
+    channels: ChannelsSummary
+    loaded: LoadedChannels
+    ready: asyncio.Future[None]
+    """Resolves when every long connection is ready (at once without any); raises ServeError if
+    one fails first."""
+    _connections: LongConnections
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.opened.agent_dir
+
+    @property
+    def workspace(self) -> Path:
+        return self.opened.workspace
+
+    async def close(self, within: float = STOP_TIMEOUT_S) -> None:
+        """Stop long connections (within ``within`` seconds) and close the agent's model clients. Raises
+        ServeError if a connection fails to stop in time (the agent is closed anyway)."""
+        try:
+            await self._connections.stop(within)
+        finally:
+            await self.agent.aclose()
+
+
+def compose_routes(loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool]) -> dict[str, Handler]:
+    """Channel routes, plus ``/invoke`` when no channel file is enabled, plus ``GET /health``
+    unless a channel answers it."""
+    routes: dict[str, Handler] = dict(loaded.routes)
+    if not loaded.enabled:
+        routes[INVOKE_KEY] = create_invoke_handler(agent)
+    health = RouteKey("GET", "/health")
+    if not any(parse_route_key(key).overlaps(health) for key in routes):
+        routes[HEALTH_KEY] = create_health_handler(is_ready)
+    return routes
+
+
+async def create_agent_service(
+    directory: str | os.PathLike[str] = ".",
+    *,
+    model: str | None = None,
+    sessions_dir: str | None = None,
+    auth_path: str | None = None,
+    on_channel_closed: CloseCallback | None = None,
+) -> AgentService:
+    """Open the agent in ``directory``, load its channels, compose the routes and start the long
+    connections. Raises the opener's errors (ConfigError, ModelError...) and ServeError for a
+    fatal channel setup."""
+    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    agent = opened.agent
+    try:
+        ctx = ChannelContext(agent, opened.state_root.resolve())
+        loaded = load_channels(opened.agent_dir, ctx)
+        loaded.raise_if_invalid()
+        connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
+        routes = compose_routes(loaded, agent, connections.is_ready)
+        handler = build_router(routes)
+        await connections.start()
+    except BaseException:
+        await agent.aclose()
+        raise
+    summary = ChannelsSummary(
+        routes=list(loaded.routes), long_connections=connections.names, builtin_invoke=not loaded.enabled
+    )
+    if loaded.disabled:
+        log.debug("[fastagent] disabled channels: %s", ", ".join(p.name for p in loaded.disabled))
+    return AgentService(handler, agent, routes, opened, summary, loaded, connections.ready, connections)
