@@ -67,6 +67,10 @@ class PtyProcess:
                 env=dict(env),
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(master)
+            self._stderr.close()
+            raise
         finally:
             os.close(slave)
         self.master = master
