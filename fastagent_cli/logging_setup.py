@@ -10,7 +10,8 @@ Every fastagent logger lives under ``fastagent`` (``fastagent.agent``, ``fastage
 ``fastagent.channel``...); a message starts with its subsystem prefix (``[fastagent]``,
 ``[agent]``, ``[host]``, ``[channel]``, ``[schedule]``...). ``FASTAGENT_LOG_LEVEL``
 (``debug|info|warn|error``) wins over the command's default (``dev``: debug, ``start``: info); an
-invalid value warns and falls back to the default.
+invalid value warns and falls back to the default. aiohttp's own warnings and errors are routed
+into the same format with a ``[host] aiohttp:`` prefix.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ _ROOT = "fastagent"
 
 
 class _Formatter(logging.Formatter):
+    def __init__(self, prefix: str = "") -> None:
+        super().__init__()
+        self.prefix = prefix
+
     def format(self, record: logging.LogRecord) -> str:
         name = _NAMES.get(record.levelno) or ("ERROR" if record.levelno > logging.ERROR else "DEBUG")
-        line = f"{name:<5} {record.getMessage()}"
+        line = f"{name:<5} {self.prefix}{record.getMessage()}"
         if record.exc_info:
             line = f"{line}\n{self.formatException(record.exc_info)}"
         return line
@@ -78,15 +83,20 @@ def configure_logging(default_level: str = "info", env: Mapping[str, str] | None
     replaces the previous configuration (one handler, never duplicated lines).
     """
     level, warning = resolve_level(default_level, env)
-    root = logging.getLogger(_ROOT)
-    for handler in list(root.handlers):
-        if isinstance(handler, _StderrHandler):
-            root.removeHandler(handler)
-    handler = _StderrHandler()
-    handler.setFormatter(_Formatter())
-    root.addHandler(handler)
-    root.setLevel(level)
-    root.propagate = False
+    _install(logging.getLogger(_ROOT), level, "")
+    # aiohttp's own warnings and errors (malformed requests, server errors) in the same format.
+    _install(logging.getLogger("aiohttp"), max(level, logging.WARNING), "[host] aiohttp: ")
     if warning is not None:
-        root.warning(warning)
+        logging.getLogger(_ROOT).warning(warning)
     return level
+
+
+def _install(logger: logging.Logger, level: int, prefix: str) -> None:
+    for handler in list(logger.handlers):
+        if isinstance(handler, _StderrHandler):
+            logger.removeHandler(handler)
+    handler = _StderrHandler()
+    handler.setFormatter(_Formatter(prefix))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False

@@ -16,12 +16,13 @@ from tests.serve.conftest import SlowTool, StartServer, real_agent, slow_tool_sc
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger("fastagent")
-    saved = (list(root.handlers), root.level, root.propagate)
+    loggers = [logging.getLogger("fastagent"), logging.getLogger("aiohttp")]
+    saved = [(list(lg.handlers), lg.level, lg.propagate) for lg in loggers]
     yield
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    root.propagate = saved[2]
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def emit_all() -> None:
@@ -70,6 +71,13 @@ def test_reconfiguring_never_duplicates_lines(capsys: pytest.CaptureFixture[str]
     configure_logging("info", env={})
     logging.getLogger("fastagent.host").info("[host] once")
     assert capsys.readouterr().err == "INFO  [host] once\n"
+
+
+def test_aiohttp_warnings_share_the_format(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("debug", env={})
+    logging.getLogger("aiohttp.server").debug("noise")
+    logging.getLogger("aiohttp.server").warning("Error handling request from 1.2.3.4")
+    assert capsys.readouterr().err == "WARN  [host] aiohttp: Error handling request from 1.2.3.4\n"
 
 
 def test_exceptions_carry_their_traceback(capsys: pytest.CaptureFixture[str]) -> None:
