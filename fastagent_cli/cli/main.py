@@ -13,6 +13,7 @@ from fastagent_cli._version import __version__
 __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
     "login": ("fastagent_cli.cli.login_cmd:login", "Store a provider API key (verified) in auth.json."),
     "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),

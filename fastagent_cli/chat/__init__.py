@@ -1,0 +1,14 @@
+"""``fastagent chat``: the terminal chat host.
+
+Chat is a caller of the contract like any other host: it opens the same assembled agent that
+``dev`` / ``start`` serve (:func:`fastagent_cli.assembly.open_agent_dir`), uses the same session
+store, and drives every turn through ``agent.invoke(scope, prompt)``.
+
+* :mod:`.app`: the prompt-toolkit terminal UI (key bindings, history, the turn key watcher);
+* :mod:`.render`: rich output (streamed Markdown, thinking, tool lines);
+* :mod:`.controller`: the chat's state and actions, shared by the terminal and plain modes;
+* :mod:`.commands`: slash commands and their completion;
+* :mod:`.plain`: the no-TTY mode (prompts line by line from stdin, plain text out).
+
+Nothing here is imported until ``fastagent chat`` runs (rich and prompt-toolkit are heavy).
+"""

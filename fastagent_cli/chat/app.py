@@ -1,0 +1,228 @@
+"""The terminal chat: a prompt-toolkit prompt with history, completion and a status toolbar, and
+turns rendered with rich.
+
+Keys: Enter sends; Alt+Enter (Esc Enter) or Ctrl+J inserts a newline; pasted text is inserted as
+is (bracketed paste), newlines included; Ctrl+T shows or hides thinking; Ctrl+C interrupts a
+running turn, clears a non-empty prompt, and on an empty prompt arms exit (a second Ctrl+C
+exits); Ctrl+D on an empty prompt exits. The prompt history is kept in ``<state
+root>/chat_history``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.styles import Style
+from rich.console import Console
+from rich.text import Text
+
+from fastagent_cli.chat.commands import dispatch
+from fastagent_cli.chat.completion import SlashCompleter
+from fastagent_cli.chat.controller import ChatController, SessionInfo
+from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.status import status_fragments
+from fastagent_cli.chat.terminal_ui import TerminalUI
+from fastagent_cli.chat.turn_keys import watch_turn_keys
+from fastagent_cli.errors import FastagentError
+
+__all__ = ["ChatApp"]
+
+_TICK_S = 0.08
+STYLE = Style.from_dict(
+    {
+        "prompt": "bold #5fafff",
+        "bottom-toolbar": "noreverse bg:#262626 #a8a8a8",
+        "status.model": "bold #87afff",
+        "status.cost": "#87d787",
+        "status.hint": "#ffaf5f",
+    }
+)
+
+
+class ChatApp:
+    def __init__(
+        self,
+        ctl: ChatController,
+        *,
+        console: Console | None = None,
+        input: Input | None = None,
+        output: Output | None = None,
+        history_path: Path | None = None,
+        show_thinking: bool = True,
+    ) -> None:
+        self.ctl = ctl
+        self.console = console or Console(highlight=False)
+        self.input = input or create_input()
+        self.output = output or create_output()
+        self.renderer = ChatRenderer(self.console, show_thinking=show_thinking, clock=ctl.clock)
+        self.ui = TerminalUI(self.console, self.renderer, self.input, self.output)
+        self._exit_armed = False
+        self.prompts_shown = 0
+        """How many times the main prompt was shown (hosts and tests wait on it)."""
+        history: History = InMemoryHistory()
+        if history_path is not None:
+            history_path.parent.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(history_path))
+        self.prompt: PromptSession[str] = PromptSession(
+            message=[("class:prompt", "› ")],
+            multiline=True,
+            prompt_continuation="  ",
+            key_bindings=self._bindings(),
+            history=history,
+            completer=SlashCompleter(ctl),
+            complete_while_typing=True,
+            bottom_toolbar=self._toolbar,
+            style=STYLE,
+            input=self.input,
+            output=self.output,
+        )
+        self.prompt.default_buffer.on_text_changed += self._disarm
+
+    # --- prompt ---------------------------------------------------------------------------------
+
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+
+        @kb.add("enter")
+        def _send(event: KeyPressEvent) -> None:
+            event.current_buffer.validate_and_handle()
+
+        @kb.add("escape", "enter")
+        @kb.add("c-j")
+        def _newline(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @kb.add("c-c")
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if buffer.text:
+                buffer.reset()
+                self._exit_armed = False
+            elif self._exit_armed:
+                event.app.exit(exception=EOFError())
+            else:
+                self._exit_armed = True
+                event.app.invalidate()
+
+        @kb.add("c-t")
+        def _toggle(event: KeyPressEvent) -> None:
+            self.renderer.toggle_thinking()
+            event.app.invalidate()
+
+        return kb
+
+    def _disarm(self, _buffer: object) -> None:
+        self._exit_armed = False
+
+    def _toolbar(self) -> StyleAndTextTuples:
+        return list(self._status_fragments())
+
+    def _status_fragments(self) -> list[tuple[str, str]]:
+        hint = "Ctrl+C again to exit" if self._exit_armed else ""
+        if not self.renderer.show_thinking:
+            hint = (hint + "  thinking hidden").strip()
+        return status_fragments(self.ctl.status(hint))
+
+    # --- main loop ------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        info = await self.ctl.load()
+        self._banner(info)
+        # The terminal stays raw for the whole chat, not only while a prompt or a turn reads it:
+        # keys typed in between are neither echoed into the output nor turned from Enter (\r)
+        # into Ctrl+J (\n) by the tty; they wait as type-ahead for the next prompt.
+        with self.input.raw_mode():
+            while await self._one_line():
+                pass
+        return 0
+
+    async def _one_line(self) -> bool:
+        """Read and handle one prompt; ``False`` when the chat should end."""
+        self.prompts_shown += 1
+        try:
+            text = await self.prompt.prompt_async()
+        except EOFError:
+            return False
+        self._exit_armed = False
+        if not text.strip():
+            return True
+        if text.startswith("/") and not text.startswith("//"):
+            outcome = await dispatch(self.ctl, self.ui, text.strip())
+            if outcome.exit:
+                return False
+            if outcome.send is None:
+                return True
+            text = outcome.send
+        elif text.startswith("//"):
+            text = text[1:]
+        await self.turn(text)
+        return True
+
+    def _banner(self, info: SessionInfo) -> None:
+        ctl = self.ctl
+        head = Text.assemble(
+            ("fastagent chat", "bold"),
+            (f" · {ctl.opened.agent_dir.name} · {ctl.model.spec} · thinking {ctl.thinking}", "dim"),
+        )
+        self.console.print(head)
+        if info.exists:
+            self.console.print(Text(f"resumed session {info.session}: {info.messages} messages", "cyan"))
+            if info.last_prompt or info.last_answer:
+                self.ui.show_session(info.last_prompt, info.last_answer)
+        else:
+            self.console.print(Text(f"new session {info.session}", "dim"))
+        self.console.print(
+            Text(
+                "Enter sends · Alt+Enter or Ctrl+J newline · /help · Ctrl+C interrupts · Ctrl+D exits",
+                "dim",
+            )
+        )
+
+    # --- a turn ---------------------------------------------------------------------------------
+
+    async def turn(self, text: str) -> None:
+        try:
+            run = await self.ctl.begin_turn(text, self.renderer)
+        except FastagentError as exc:
+            self.ui.error(exc.message)
+            return
+        self.renderer.begin_turn()
+        task = asyncio.create_task(run.run())
+        ticker = asyncio.create_task(self._tick())
+        try:
+            with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking):
+                await asyncio.wait({task})
+        finally:
+            ticker.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+            await asyncio.gather(ticker, return_exceptions=True)
+            if task.cancelled():
+                run.mark_interrupted()
+            elif (error := task.exception()) is not None:
+                self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
+            self.renderer.end_turn()
+        await self.ctl.end_turn(run)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK_S)
+            with contextlib.suppress(Exception):  # a resize race must not end the turn
+                self.renderer.refresh()
+
+    def _toggle_thinking(self) -> None:
+        self.renderer.toggle_thinking()
+        self.renderer.refresh()
+
+
+def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()

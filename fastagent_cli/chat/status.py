@@ -1,0 +1,116 @@
+"""The status line: model, thinking level, session, tokens and cost of the session.
+
+Usage is summed from the session's assistant messages when a session is opened, then grows by the
+``usage`` of every ``completed`` event (``{input, output, cacheRead, cacheWrite, totalTokens,
+cost: {total, ...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["StatusInfo", "UsageTotals", "format_cost", "format_tokens", "status_fragments", "status_text"]
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: float = 0.0
+    known: bool = False
+    """At least one turn reported usage."""
+
+    def add(self, usage: Mapping[str, Any]) -> None:
+        self.input += _int(usage.get("input"))
+        self.output += _int(usage.get("output"))
+        self.cache_read += _int(usage.get("cacheRead"))
+        self.cache_write += _int(usage.get("cacheWrite"))
+        total = _int(usage.get("totalTokens"))
+        self.total_tokens += total or (
+            _int(usage.get("input"))
+            + _int(usage.get("output"))
+            + _int(usage.get("cacheRead"))
+            + _int(usage.get("cacheWrite"))
+        )
+        cost = usage.get("cost")
+        if isinstance(cost, Mapping):
+            self.cost += _float(cost.get("total"))
+        self.known = True
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[Mapping[str, Any]]) -> UsageTotals:
+        """The sum over every assistant message of a session record."""
+        totals = cls()
+        for entry in entries:
+            message = entry.get("message") if entry.get("type") == "message" else None
+            if isinstance(message, Mapping) and message.get("role") == "assistant":
+                usage = message.get("usage")
+                if isinstance(usage, Mapping):
+                    totals.add(usage)
+        return totals
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def format_tokens(count: int) -> str:
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.2f}M"
+
+
+def format_cost(cost: float) -> str:
+    if cost == 0:
+        return "$0"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+@dataclass(slots=True)
+class StatusInfo:
+    model: str
+    thinking: str
+    session: str
+    usage: UsageTotals
+    hint: str = ""
+
+
+def _parts(info: StatusInfo) -> list[tuple[str, str]]:
+    parts = [
+        ("class:status.model", info.model),
+        ("class:status", f" · thinking {info.thinking}"),
+        ("class:status", f" · session {info.session}"),
+    ]
+    if info.usage.known:
+        usage = info.usage
+        tokens = f" · {format_tokens(usage.total_tokens)} tok"
+        tokens += f" (↑{format_tokens(usage.input)} ↓{format_tokens(usage.output)}"
+        if usage.cache_read:
+            tokens += f" cache {format_tokens(usage.cache_read)}"
+        tokens += ")"
+        parts.append(("class:status", tokens))
+        if usage.cost:  # catalog models price their usage; custom and scripted ones report 0
+            parts.append(("class:status.cost", f" · {format_cost(usage.cost)}"))
+    if info.hint:
+        parts.append(("class:status.hint", f"   {info.hint}"))
+    return parts
+
+
+def status_fragments(info: StatusInfo) -> list[tuple[str, str]]:
+    """prompt-toolkit formatted text for the bottom toolbar."""
+    return [("class:status", " "), *_parts(info)]
+
+
+def status_text(info: StatusInfo) -> str:
+    return "".join(text for _, text in _parts(info))

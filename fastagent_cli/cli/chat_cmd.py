@@ -1,0 +1,67 @@
+"""``fastagent chat [dir]``: talk to the agent in the terminal.
+
+Opens the same assembled agent that ``dev`` / ``start`` serve and the same session store, and
+drives every turn through ``agent.invoke``. With stdin or stdout not a terminal it reads prompts
+line by line and prints plain text (see :mod:`fastagent_cli.chat.plain`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from fastagent_cli.cli.common import (
+    auth_path_option,
+    dir_argument,
+    model_option,
+    run_async,
+    sessions_dir_option,
+)
+from fastagent_cli.errors import UsageError
+
+__all__ = ["chat"]
+
+
+@click.command()
+@dir_argument
+@model_option
+@click.option("--session", help="Session id to open (created if new); resumable later and by the server.")
+@click.option("--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session.")
+@click.option("--resume", is_flag=True, help="Pick one of this agent's sessions to resume.")
+@sessions_dir_option
+@auth_path_option
+@click.option("--no-input", is_flag=True, help="Never ask anything before the chat starts (fail instead).")
+def chat(
+    directory: str,
+    model: str | None,
+    session: str | None,
+    continue_last: bool,
+    resume: bool,
+    sessions_dir: str | None,
+    auth_path: str | None,
+    no_input: bool,
+) -> None:
+    """Chat with the agent in DIR (default .).
+
+    Enter sends, Alt+Enter or Ctrl+J inserts a newline, Ctrl+C interrupts a turn, Ctrl+D exits;
+    /help lists the commands. Without a terminal, each stdin line is one prompt.
+    """
+    if sum(bool(x) for x in (session, continue_last, resume)) > 1:
+        raise UsageError("--session, --continue and --resume are mutually exclusive")
+    if session is not None and not session.strip():
+        raise UsageError("--session needs a non-empty id")
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if resume and (no_input or not interactive):
+        raise UsageError("--resume picks a session interactively: use --session ID or --continue")
+
+    from fastagent_cli.assembly import open_agent_dir
+    from fastagent_cli.chat.launch import SessionChoice, launch
+    from fastagent_cli.cli.model_picker import ensure_model
+
+    model = ensure_model(directory, model, no_input, auth_path=auth_path)
+    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    choice = SessionChoice(session, continue_last, resume)
+    code = run_async(launch(opened, choice, interactive=interactive))
+    if code:
+        raise SystemExit(code)
