@@ -14,10 +14,12 @@ __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
+    "dev": ("fastagent_cli.cli.serve_cmd:dev", "Serve the agent and restart it when its code changes."),
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
     "login": ("fastagent_cli.cli.login_cmd:login", "Store a provider API key (verified) in auth.json."),
     "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
     "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
+    "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
 }
 
 

@@ -1,0 +1,172 @@
+"""``fastagent start [dir]`` and ``fastagent dev [dir]``: serve the agent over HTTP.
+
+``start`` serves in this process (log level info). ``dev`` (log level debug) runs a supervisor
+that serves from a worker process and restarts it when the agent's code changes; ``--no-watch``
+serves once, in this process. Port: ``--port`` > ``PORT`` (``start`` only) > ``[http] port`` >
+8787. Bind: ``--bind`` > ``[http] host`` > all interfaces. SIGINT / SIGTERM stop within a second;
+the signal is re-raised once everything is closed, so a parent sees how the server ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import click
+
+from fastagent_cli.cli.common import (
+    auth_path_option,
+    dir_argument,
+    model_option,
+    run_async,
+    sessions_dir_option,
+)
+from fastagent_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from fastagent_cli.serve.binding import ServeOptions
+    from fastagent_cli.serve.runner import Outcome
+
+__all__ = ["dev", "start"]
+
+
+def _serve_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for decorator in reversed(
+        [
+            dir_argument,
+            click.option("--port", metavar="N", help="Port to listen on (0 picks a free one; default 8787)."),
+            click.option("--bind", metavar="ADDR", help="Address to bind (default: all interfaces)."),
+            model_option,
+            sessions_dir_option,
+            auth_path_option,
+            click.option(
+                "--tunnel", is_flag=True, help="Expose the server through a cloudflared Quick Tunnel."
+            ),
+            click.option("--no-input", is_flag=True, help="Never prompt (fail instead of picking a model)."),
+        ]
+    ):
+        fn = decorator(fn)
+    return fn
+
+
+def _options(
+    command: Literal["start", "dev"], port: str | None, bind: str | None, **rest: Any
+) -> ServeOptions:
+    from fastagent_cli.serve.binding import (
+        ServeOptions,
+        check_tunnel_bind,
+        parse_bind,
+        parse_port,
+        port_from_env,
+    )
+
+    try:
+        flag_port = None if port is None else parse_port(port, "--port")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    options = ServeOptions(
+        command=command,
+        port=flag_port,
+        bind=None if bind is None else parse_bind(bind),
+        env_port=port_from_env() if command == "start" and flag_port is None else None,
+        **rest,
+    )
+    if options.bind is not None:
+        check_tunnel_bind(options, None)  # a --bind / --tunnel conflict is a usage error (exit 2)
+    return options
+
+
+def _finish(outcome: Outcome) -> None:
+    """Exit as the server ended: re-raise the signal that stopped it, or exit with its code."""
+    if outcome.signal is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(outcome.signal, signal.SIG_DFL)
+        os.kill(os.getpid(), outcome.signal)
+    if outcome.code:
+        raise SystemExit(outcome.code)
+
+
+def _serve_here(options: ServeOptions) -> None:
+    from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.serve.runner import serve_foreground
+    from fastagent_cli.serve.worker_link import WorkerLink
+
+    no_input = options.no_input or WorkerLink.from_env() is not None
+    model = ensure_model(options.directory, options.model, no_input, auth_path=options.auth_path)
+    _finish(run_async(serve_foreground(dataclasses.replace(options, model=model))))
+
+
+@click.command("start")
+@_serve_options
+def start(directory: str, port: str | None, bind: str | None, **rest: Any) -> None:
+    """Serve the agent in DIR (default .) over HTTP: POST /invoke (SSE) and GET /health."""
+    from fastagent_cli.logging_setup import configure_logging
+
+    configure_logging("info")
+    _serve_here(_options("start", port, bind, directory=directory, **rest))
+
+
+@click.command("dev")
+@_serve_options
+@click.option("--no-watch", is_flag=True, help="Serve once in this process; do not restart on edits.")
+def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **rest: Any) -> None:
+    """Serve the agent in DIR (default .) and restart it when its code changes.
+
+    Watches tools/, channels/, schedules/, fastagent.toml, models.json and .env; persona.md,
+    AGENTS.md and skills are re-read every turn, so their edits need no restart.
+    """
+    from fastagent_cli.logging_setup import configure_logging
+    from fastagent_cli.serve.worker_link import WorkerLink
+
+    environment = dict(os.environ)  # before any .env is loaded: every worker re-reads it
+    configure_logging("debug")
+    options = _options("dev", port, bind, directory=directory, **rest)
+    if no_watch or WorkerLink.from_env() is not None:
+        _serve_here(options)
+        return
+    _supervise(options, environment)
+
+
+def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
+    from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.definition.config import load_config
+    from fastagent_cli.definition.placement import resolve_placement
+    from fastagent_cli.serve.binding import check_tunnel_bind
+    from fastagent_cli.serve.supervisor import DevSupervisor
+
+    model = ensure_model(options.directory, options.model, options.no_input, auth_path=options.auth_path)
+    placement = resolve_placement(options.directory)
+    config = load_config(placement.config_path)
+    check_tunnel_bind(options, config.http.host)
+    if options.tunnel and config.session_control:
+        from fastagent_cli.serve.runner import SESSION_CONTROL_TUNNEL_WARNING
+
+        logging.getLogger("fastagent.dev").warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
+    supervisor = DevSupervisor(
+        worker_args=_worker_args(options, model),
+        env=environment,
+        agent_dir=placement.agent_dir,
+        tunnel=options.tunnel,
+    )
+    _finish(run_async(supervisor.run()))
+
+
+def _worker_args(options: ServeOptions, model: str | None) -> list[str]:
+    """The worker's command line: ``dev`` with the same options, minus what the supervisor owns."""
+    args = ["dev", options.directory, "--no-input"]
+    for flag, value in (
+        ("--port", options.port),
+        ("--bind", options.bind),
+        ("--model", model),
+        ("--sessions-dir", options.sessions_dir),
+        ("--auth-path", options.auth_path),
+    ):
+        if value is not None:
+            args += [flag, str(value)]
+    return args

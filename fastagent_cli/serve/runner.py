@@ -1,0 +1,225 @@
+"""Run an agent service in the foreground: what ``start``, ``dev --no-watch`` and a dev worker do.
+
+Open the service (:func:`~fastagent_cli.serve.service.create_agent_service`), bind, print the
+startup lines, then serve until SIGINT / SIGTERM (or the dev supervisor going away, or a long
+connection closing unexpectedly). Shutdown does not drain turns (features G16): it stops the long
+connections, stops listening and force-closes every open stream at once, within
+:data:`SHUTDOWN_BUDGET_S`; a timer armed when shutdown begins ends the process after
+:data:`FORCED_EXIT_S` whatever is still running (a tool blocked in a thread cannot hold it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from fastagent_cli.errors import ServeError, one_line
+from fastagent_cli.serve.binding import (
+    ServeOptions,
+    check_tunnel_bind,
+    concrete_port,
+    resolve_bind,
+    resolve_port,
+)
+from fastagent_cli.serve.host import Server, serve
+from fastagent_cli.serve.service import AgentService, create_agent_service
+from fastagent_cli.serve.startup import startup_report
+from fastagent_cli.serve.tunnel import Tunnel
+from fastagent_cli.serve.worker_link import WorkerLink
+
+__all__ = [
+    "FORCED_EXIT_S",
+    "SESSION_CONTROL_TUNNEL_WARNING",
+    "SHUTDOWN_BUDGET_S",
+    "Outcome",
+    "ShutdownSignal",
+    "serve_foreground",
+]
+
+log = logging.getLogger("fastagent.host")
+
+SHUTDOWN_BUDGET_S = 0.8
+"""How long the orderly part of shutdown may take."""
+FORCED_EXIT_S = 1.0
+"""After this many seconds from the start of shutdown the process exits, done or not."""
+_HANDLER_GRACE_S = 0.5
+_CONNECTION_STOP_S = 0.5
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SESSION_CONTROL_TUNNEL_WARNING = (
+    "!!! --tunnel with session_control = true: /control/* is reachable from the public internet "
+    "through the tunnel URL (guarded only by its bearer token)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    code: int = 0
+    signal: int | None = None
+    """The signal that stopped the service; the caller re-raises it once everything is closed."""
+
+
+def _force_exit(code: int, after: float = FORCED_EXIT_S) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"WARN  [fastagent] shutdown overran {after:g} s; exiting now\n")
+        sys.stderr.flush()
+    os._exit(code)
+
+
+class ShutdownSignal:
+    """Why and when to stop: SIGINT / SIGTERM, a lost supervisor, or a fatal service failure.
+
+    Whatever the reason, stopping arms the forced-exit timer. A second signal exits at once.
+    """
+
+    def __init__(self, forced_exit_s: float = FORCED_EXIT_S) -> None:
+        self.forced_exit_s = forced_exit_s
+        self.event = asyncio.Event()
+        self.signal: int | None = None
+        self.error: str | None = None
+        self._timer: threading.Timer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def install(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        for sig in _SIGNALS:
+            self._loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def uninstall(self) -> None:
+        if self._loop is not None:
+            for sig in _SIGNALS:
+                self._loop.remove_signal_handler(sig)
+            self._loop = None
+
+    def _on_signal(self, sig: int) -> None:
+        if self.event.is_set():
+            _force_exit(128 + sig)
+        self.signal = sig
+        log.info("[fastagent] %s: shutting down", signal.Signals(sig).name)
+        self.trigger(128 + sig)
+
+    def fail(self, message: str) -> None:
+        if not self.event.is_set():
+            self.error = message
+            self.trigger(1)
+
+    def trigger(self, exit_code: int = 0) -> None:
+        if self.event.is_set():
+            return
+        self._timer = threading.Timer(self.forced_exit_s, _force_exit, (exit_code, self.forced_exit_s))
+        self._timer.daemon = True
+        self._timer.start()
+        self.event.set()
+
+
+async def serve_foreground(options: ServeOptions) -> Outcome:
+    """Serve the agent in ``options.directory`` until told to stop. Raises the opener's errors and
+    ServeError (bind failure, channel setup, a long connection that failed)."""
+    stop = ShutdownSignal()
+    stop.install()
+    link = WorkerLink.from_env()
+    try:
+        if link is not None:
+            await link.open(lambda: stop.trigger(0))
+
+        def channel_closed(name: str, error: BaseException | None) -> None:
+            reason = f": {one_line(f'{type(error).__name__}: {error}', 300)}" if error else ""
+            stop.fail(f"long connection {name} closed unexpectedly{reason}")
+
+        service = await create_agent_service(
+            options.directory,
+            model=options.model,
+            sessions_dir=options.sessions_dir,
+            auth_path=options.auth_path,
+            on_channel_closed=channel_closed,
+        )
+        return await _serve(service, options, stop, link)
+    finally:
+        stop.uninstall()
+        if link is not None:
+            link.close()
+
+
+async def _serve(
+    service: AgentService, options: ServeOptions, stop: ShutdownSignal, link: WorkerLink | None
+) -> Outcome:
+    config = service.opened.config
+    host = resolve_bind(options, config.http.host)
+    try:
+        check_tunnel_bind(options, config.http.host)
+        pinned = link.port if link is not None else None
+        port = pinned if pinned is not None else resolve_port(options, config.http.port)
+        server = serve(
+            service.handler, port=concrete_port(host, port), host=host, close_timeout=_HANDLER_GRACE_S
+        )
+        bound = await server.listening
+    except BaseException:
+        await _close_quietly(service.close(_CONNECTION_STOP_S))
+        raise
+    tunnel: Tunnel | None = None
+    opening: asyncio.Task[str | None] | None = None
+    try:
+        _print_startup(service, host, bound)
+        if options.tunnel and link is None and service.opened.config.session_control:
+            log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
+        service.ready.add_done_callback(lambda ready: _on_ready(ready, stop))
+        if link is not None:
+            await link.ready(bound, service.channels.routes)
+        elif options.tunnel:
+            tunnel = Tunnel(bound)
+            opening = asyncio.create_task(tunnel.open())
+        await stop.event.wait()
+    finally:
+        await _shutdown(server, service, tunnel, opening)
+    if stop.error is not None:
+        raise ServeError(stop.error)
+    return Outcome(0, stop.signal)
+
+
+def _print_startup(service: AgentService, host: str | None, port: int) -> None:
+    report = startup_report(service, host, port)
+    for line in report.lines:
+        log.info("[fastagent] %s", line)
+    for warning in report.warnings:
+        log.warning("[fastagent] %s", warning)
+
+
+def _on_ready(ready: asyncio.Future[None], stop: ShutdownSignal) -> None:
+    if ready.cancelled():
+        return
+    error = ready.exception()
+    if error is not None:
+        stop.fail(error.message if isinstance(error, ServeError) else one_line(str(error), 300))
+
+
+async def _shutdown(
+    server: Server, service: AgentService, tunnel: Tunnel | None, opening: asyncio.Task[Any] | None
+) -> None:
+    """Stop everything at once, boundedly: long connections, the listener and open streams, the
+    agent's clients, the tunnel."""
+    if opening is not None and not opening.done():
+        opening.cancel()
+    steps = [server.close(), service.close(_CONNECTION_STOP_S)]
+    if tunnel is not None:
+        steps.append(tunnel.close())
+    tasks = [asyncio.ensure_future(step) for step in steps]
+    done, pending = await asyncio.wait(tasks, timeout=SHUTDOWN_BUDGET_S)
+    for task in done:
+        if not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            log.warning("[fastagent] while shutting down: %s", getattr(error, "message", error))
+    for task in pending:
+        task.cancel()
+    if pending:
+        log.warning("[fastagent] shutdown: %d step(s) still running; leaving them", len(pending))
+
+
+async def _close_quietly(step: Any) -> None:
+    with contextlib.suppress(Exception):
+        await step

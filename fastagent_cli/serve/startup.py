@@ -1,0 +1,92 @@
+"""The lines ``start`` / ``dev`` print once listening (features G15, I28)::
+
+    [fastagent] agent:     /srv/app/fastagent
+    [fastagent] workspace: /srv/app
+    [fastagent] config:    /srv/app/fastagent/fastagent.toml
+    [fastagent] model:     openai/gpt-4.1-mini (from fastagent.toml)
+    [fastagent] auth:      OPENAI_API_KEY
+    ...
+    [fastagent] channels:  (none: built-in /invoke)
+    [fastagent] routes:    /invoke, GET /health
+    [fastagent] http host on :8787 (all interfaces)
+    [fastagent] try it: curl -sN http://127.0.0.1:8787/invoke -H 'content-type: application/json' ...
+
+Findings (a tool file skipped, a skill collision...) come back as separate warnings.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from fastagent_cli.errors import FastagentError
+from fastagent_cli.serve.binding import describe_listen, local_base_url
+from fastagent_cli.serve.service import INVOKE_KEY, AgentService
+
+__all__ = ["StartupReport", "auth_line", "curl_line", "startup_report"]
+
+_WARN = "warn: "
+_TRY_BODY = '{"session":"s1","text":"hello"}'
+
+
+@dataclass(slots=True)
+class StartupReport:
+    lines: list[str] = field(default_factory=list)
+    """Info lines, each without the ``[fastagent] `` prefix."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _row(label: str, value: str) -> str:
+    return f"{label + ':':<11}{value}"
+
+
+def auth_line(service: AgentService) -> str:
+    """Where the model's API key comes from (never the key itself)."""
+    opened = service.opened
+    try:
+        info = opened.registry.resolve(opened.model_spec)
+        credential = service.agent.credential(info)
+    except FastagentError as exc:
+        return _row("auth", f"cannot resolve: {exc.message}")
+    if credential.key is None and credential.source == "(none found)":
+        envs = " or ".join(info.api_key_env) or "an apiKey in models.json"
+        return _row("auth", f"(none found): set {envs}, or run `fastagent login {info.provider}`")
+    return _row("auth", credential.source)
+
+
+def _channels_line(service: AgentService) -> str:
+    loaded = service.loaded
+    if not loaded.enabled:
+        return _row("channels", f"(none: built-in {INVOKE_KEY})")
+    kinds = {file: "long connection" for file, _ in loaded.long_connections}
+    shown = []
+    for path in loaded.enabled:
+        file = f"channels/{path.name}"
+        shown.append(f"{path.name} ({kinds[file]})" if file in kinds else path.name)
+    return _row("channels", ", ".join(shown))
+
+
+def curl_line(host: str | None, port: int) -> str:
+    url = f"{local_base_url(host, port)}{INVOKE_KEY}"
+    return f"try it: curl -sN {url} -H 'content-type: application/json' -d {shlex.quote(_TRY_BODY)}"
+
+
+def startup_report(service: AgentService, host: str | None, port: int) -> StartupReport:
+    """Everything worth saying about a service listening on ``host:port``."""
+    report = StartupReport()
+    for line in service.opened.startup_lines():
+        if line.startswith(_WARN):
+            report.warnings.append(line[len(_WARN) :])
+        elif line.startswith("model:"):
+            report.lines.append(line)
+            report.lines.append(auth_line(service))
+        else:
+            report.lines.append(line)
+    report.lines.append(_channels_line(service))
+    report.lines.append(_row("routes", ", ".join(service.routes)))
+    if service.channels.long_connections:
+        report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
+    report.lines.append(f"http host on {describe_listen(host, port)}")
+    if service.channels.builtin_invoke:
+        report.lines.append(curl_line(host, port))
+    return report

@@ -1,0 +1,226 @@
+"""``fastagent dev``: a supervisor that runs the server in a worker process and restarts it on
+code edits (features R1-R5).
+
+* The worker is this CLI again (``dev`` with the same options, ``FASTAGENT_DEV_WORKER=1``), in its
+  own process group with the environment ``dev`` started with (so an edited ``.env`` is re-read,
+  never shadowed by the supervisor's copy). It reports ``ready`` over an inherited socket
+  (:mod:`~fastagent_cli.serve.worker_link`).
+* The port is stable: once the first worker has bound (``--port 0`` included), every later worker
+  is told to bind that port, and is spawned only after the previous one has exited.
+* A code edit (:mod:`~fastagent_cli.serve.watch`) stops the worker (SIGTERM, SIGKILL to its group
+  after :data:`STOP_GRACE_S`) and spawns a new one.
+* A worker that fails before any worker ever served ends ``dev`` with its exit code; after one
+  has served, a failure is reported and ``dev`` waits for the next save.
+* The tunnel belongs to the supervisor: opened once the first worker is ready, it survives
+  restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from asyncio.subprocess import Process
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.serve.runner import Outcome, ShutdownSignal
+from fastagent_cli.serve.tunnel import Tunnel
+from fastagent_cli.serve.watch import CodeWatcher, watching_line
+from fastagent_cli.serve.worker_link import DEV_IPC_FD_ENV, DEV_PORT_ENV, DEV_WORKER_ENV, read_ready
+
+__all__ = ["STOP_GRACE_S", "DevSupervisor", "cli_command"]
+
+log = logging.getLogger("fastagent.dev")
+
+STOP_GRACE_S = 3.0
+"""How long a worker gets to exit after SIGTERM before its process group is killed."""
+
+
+def cli_command() -> list[str]:
+    """How to run this CLI again (a frozen binary is its own entry point)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "fastagent_cli"]
+
+
+@dataclass(slots=True)
+class _Worker:
+    process: Process
+    link: asyncio.StreamWriter
+    ready: asyncio.Task[dict[str, Any] | None]
+    exited: asyncio.Task[int]
+    restarting: bool = False
+
+    async def stop(self, grace: float) -> None:
+        """SIGTERM, then SIGKILL to the whole group; returns once the process has exited."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+            done, _ = await asyncio.wait({self.exited}, timeout=grace)
+            if not done:
+                log.warning("[dev] the worker did not exit within %g s; killing it", grace)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+        await asyncio.wait({self.exited})
+        self.close()
+
+    def close(self) -> None:
+        self.ready.cancel()
+        self.link.close()
+
+
+@dataclass(slots=True)
+class DevSupervisor:
+    worker_args: Sequence[str]
+    """The CLI arguments of a worker (``dev DIR --port ...``)."""
+    env: Mapping[str, str]
+    """The environment ``dev`` started with."""
+    agent_dir: Path
+    tunnel: bool = False
+    stop_grace: float = STOP_GRACE_S
+    port: int | None = None
+    served: bool = False
+    _worker: _Worker | None = None
+    _tunnel: Tunnel | None = None
+    _opening: asyncio.Task[str | None] | None = None
+    _stop: ShutdownSignal = field(default_factory=lambda: ShutdownSignal(STOP_GRACE_S + 2))
+
+    async def run(self) -> Outcome:
+        self._stop.install()
+        watcher = CodeWatcher(self.agent_dir)
+        await watcher.start()
+        log.info("[fastagent] %s", watching_line(self.agent_dir))
+        try:
+            code = await self._supervise(watcher)
+        finally:
+            await self._shutdown(watcher)
+            self._stop.uninstall()
+        return Outcome(code, self._stop.signal)
+
+    async def _supervise(self, watcher: CodeWatcher) -> int:
+        while True:
+            worker = self._worker = await self._spawn()
+            event = await self._next(worker, watcher, want_ready=True)
+            if event == "ready":
+                self._on_ready(worker)
+                event = await self._next(worker, watcher, want_ready=False)
+            if event == "stop":
+                return 0
+            if event == "change":
+                await worker.stop(self.stop_grace)
+                continue
+            code = worker.process.returncode or 0
+            worker.close()
+            if not self.served:
+                return code if code > 0 else 1
+            log.error("[fastagent] dev stopped (worker exited: %s) — save a change to retry", _exit(code))
+            if await self._wait_change(watcher) == "stop":
+                return 0
+
+    async def _spawn(self) -> _Worker:
+        parent, child = socket.socketpair()
+        env = dict(self.env)
+        env[DEV_WORKER_ENV] = "1"
+        env[DEV_IPC_FD_ENV] = str(child.fileno())
+        env.pop(DEV_PORT_ENV, None)
+        if self.port is not None:
+            env[DEV_PORT_ENV] = str(self.port)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *cli_command(),
+                *self.worker_args,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                pass_fds=(child.fileno(),),
+                process_group=0,  # the supervisor alone forwards Ctrl+C, as SIGTERM
+            )
+        finally:
+            child.close()
+        reader, writer = await asyncio.open_unix_connection(sock=parent)
+        ready = asyncio.create_task(read_ready(reader))
+        exited = asyncio.create_task(process.wait())
+        log.debug("[dev] worker %d started", process.pid)
+        return _Worker(process, writer, ready, exited)
+
+    def _on_ready(self, worker: _Worker) -> None:
+        message = worker.ready.result() or {}
+        port = message.get("port")
+        if isinstance(port, int):
+            self.port = port
+        self.served = True
+        if self.tunnel and self._tunnel is None and self.port is not None:
+            self._tunnel = Tunnel(self.port)
+            self._opening = asyncio.create_task(self._tunnel.open())
+
+    async def _next(self, worker: _Worker, watcher: CodeWatcher, *, want_ready: bool) -> str:
+        """The first of: ``stop``, ``exited``, ``change`` (a code edit), ``ready``."""
+        change = asyncio.create_task(watcher.changes.get())
+        stop = asyncio.create_task(self._stop.event.wait())
+        waiting: set[asyncio.Future[Any]] = {change, stop, worker.exited}
+        if want_ready:
+            waiting.add(worker.ready)
+        event = ""
+        try:
+            while not event:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if stop in done:
+                    event = "stop"
+                elif worker.exited in done:
+                    event = "exited"
+                elif change in done:
+                    self._report_change(change.result() + watcher.drain())
+                    event = "change"
+                elif worker.ready.result() is not None:
+                    event = "ready"
+                else:
+                    waiting.discard(worker.ready)  # the line closed without a ready: wait for the exit
+        finally:
+            stop.cancel()
+            if not change.done():
+                change.cancel()
+            elif event != "change" and not change.cancelled():
+                watcher.changes.put_nowait(change.result())  # not acted on yet: keep it
+        return event
+
+    async def _wait_change(self, watcher: CodeWatcher) -> str:
+        change = asyncio.create_task(watcher.changes.get())
+        stop = asyncio.create_task(self._stop.event.wait())
+        try:
+            done, _ = await asyncio.wait({change, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            change.cancel()
+            stop.cancel()
+        if stop in done:
+            return "stop"
+        self._report_change(change.result() + watcher.drain())
+        return "change"
+
+    @staticmethod
+    def _report_change(paths: list[str]) -> None:
+        shown = ", ".join(dict.fromkeys(paths))
+        log.info("[fastagent] %s changed — restarting the dev worker", shown)
+
+    async def _shutdown(self, watcher: CodeWatcher) -> None:
+        worker, self._worker = self._worker, None
+        steps: list[Any] = [watcher.aclose()]
+        if worker is not None:
+            steps.append(worker.stop(self.stop_grace))
+        if self._opening is not None:
+            self._opening.cancel()
+        if self._tunnel is not None:
+            steps.append(self._tunnel.close())
+        await asyncio.gather(*steps, return_exceptions=True)
+
+
+def _exit(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"code {code}"

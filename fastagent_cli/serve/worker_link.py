@@ -1,0 +1,89 @@
+"""The line between the ``dev`` supervisor and its worker: one inherited Unix socket.
+
+The supervisor spawns the worker with ``FASTAGENT_DEV_WORKER=1``, the socket's descriptor in
+``FASTAGENT_DEV_IPC_FD`` and, after the first worker has bound, the port to keep in
+``FASTAGENT_DEV_PORT``. Once listening, the worker writes one JSON line
+``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The socket is also a lifeline: when
+the supervisor goes away (even killed), the worker reads end-of-file and shuts down, so it never
+outlives ``dev`` holding the port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["DEV_IPC_FD_ENV", "DEV_PORT_ENV", "DEV_WORKER_ENV", "WorkerLink", "read_ready"]
+
+DEV_WORKER_ENV = "FASTAGENT_DEV_WORKER"
+DEV_IPC_FD_ENV = "FASTAGENT_DEV_IPC_FD"
+DEV_PORT_ENV = "FASTAGENT_DEV_PORT"
+
+
+class WorkerLink:
+    """The worker's end of the line."""
+
+    def __init__(self, fd: int, port: int | None) -> None:
+        self.fd = fd
+        self.port = port
+        """The port the supervisor keeps stable across restarts (``None`` on the first spawn)."""
+        self._writer: asyncio.StreamWriter | None = None
+        self._watch: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerLink | None:
+        environ = os.environ if env is None else env
+        if environ.get(DEV_WORKER_ENV) != "1" or not environ.get(DEV_IPC_FD_ENV, "").isdigit():
+            return None
+        raw_port = environ.get(DEV_PORT_ENV, "")
+        return cls(int(environ[DEV_IPC_FD_ENV]), int(raw_port) if raw_port.isdigit() else None)
+
+    async def open(self, on_lost: Callable[[], None]) -> None:
+        """Connect, and call ``on_lost`` when the supervisor's end closes."""
+        sock = socket.socket(fileno=self.fd)
+        reader, self._writer = await asyncio.open_unix_connection(sock=sock)
+
+        async def watch() -> None:
+            with contextlib.suppress(ConnectionError):
+                while await reader.read(4096):
+                    pass
+            on_lost()
+
+        self._watch = asyncio.create_task(watch())
+
+    async def ready(self, port: int, route_channels: list[str]) -> None:
+        if self._writer is None:
+            return
+        line = {"type": "ready", "port": port, "routeChannels": route_channels}
+        self._writer.write(json.dumps(line).encode() + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self._writer.drain()
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+async def read_ready(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """The supervisor's side: the worker's ready message, or ``None`` if the line closed first."""
+    while True:
+        try:
+            raw = await reader.readline()
+        except (ConnectionError, ValueError):
+            return None
+        if not raw:
+            return None
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("type") == "ready":
+            return message
