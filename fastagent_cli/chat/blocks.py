@@ -35,6 +35,8 @@ class BlockSplitter:
         self._blank_seen = False
         """A blank line ended the open block's text; the next line decides whether it ends it."""
         self._is_list = False
+        self._info = ""
+        self._opener: str | None = None
 
     @property
     def in_fence(self) -> bool:
@@ -42,14 +44,18 @@ class BlockSplitter:
 
     @property
     def fence_info(self) -> str:
-        """The info string of the open fence's first line (``python``), or ``""``."""
-        if self._fence is None or not self._lines:
-            return ""
-        for line in self._lines:
-            stripped = line.lstrip()
-            if stripped.startswith(self._fence):
-                return stripped[len(self._fence) :].strip().split(" ")[0]
-        return ""
+        """The language of the open code fence (``python``), or ``""``."""
+        return self._info if self._fence is not None else ""
+
+    def code_tail(self, max_lines: int) -> list[str]:
+        """The last lines inside the open code fence (the fence line itself left out)."""
+        lines = self._lines[-max_lines:]
+        if self._partial:
+            lines = [*lines, "".join(self._partial)][-max_lines:]
+        for i, line in enumerate(lines):
+            if line is self._opener:
+                return lines[i + 1 :]
+        return lines
 
     def feed(self, delta: str) -> list[str]:
         """Take a piece of the answer; return the blocks it completed (usually none)."""
@@ -127,7 +133,7 @@ class BlockSplitter:
                 out.append(block)
             self._lines.append(line)
             if fence is not None:
-                self._fence = fence.group(1)
+                self._open_fence(line, fence.group(1))
                 return out
             heading = self._take()
             if heading:
@@ -136,7 +142,12 @@ class BlockSplitter:
         if not self._lines and _LIST_ITEM.match(line):
             self._is_list = True
         indented_fence = _FENCE.match(stripped)
-        if indented_fence is not None:
-            self._fence = indented_fence.group(1)
         self._lines.append(line)
+        if indented_fence is not None:
+            self._open_fence(line, indented_fence.group(1))
         return out
+
+    def _open_fence(self, line: str, fence: str) -> None:
+        self._fence = fence
+        self._opener = line
+        self._info = line.lstrip()[len(fence) :].strip().split(" ")[0]

@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.segment import Segment, SegmentLines
+from rich.syntax import Syntax
 from rich.text import Text
 
 from fastagent_cli.chat.blocks import BlockSplitter
@@ -216,7 +217,11 @@ class ChatRenderer:
         spin = _SPINNER[int(now * 12) % len(_SPINNER)]
         parts: list[RenderableType] = []
         width = max(self.console.width - 2, 20)
-        if self._open == "text":
+        if self._open == "text" and self._answer.in_fence:
+            code = "\n".join(self._answer.code_tail(_TAIL_LINES))
+            lexer = self._answer.fence_info or "text"
+            parts.append(Syntax(code, lexer, theme=self.code_theme, word_wrap=True, padding=(0, 1)))
+        elif self._open == "text":
             parts.append(Text("\n".join(self._answer.tail(_TAIL_LINES, width * 2))))
         elif self._open == "thinking":
             if self.show_thinking:

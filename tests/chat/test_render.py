@@ -171,3 +171,16 @@ def test_live_region_shows_running_tools_and_the_open_block() -> None:
     renderer.interrupted(log.interrupt_running(100.0))
     renderer.end_turn()
     assert "interrupted" in out.getvalue()
+
+
+def test_open_code_fence_is_shown_as_code() -> None:
+    splitter = BlockSplitter()
+    splitter.feed("Intro.\n\n```python\nx = 1\ny = 2")
+    assert splitter.in_fence and splitter.fence_info == "python"
+    assert splitter.code_tail(6) == ["x = 1", "y = 2"]
+    splitter.feed("\n" + "\n".join(f"z{i} = {i}" for i in range(20)))
+    assert splitter.code_tail(3) == ["z17 = 17", "z18 = 18", "z19 = 19"]
+    assert splitter.feed("\n```\n") == [
+        "```python\nx = 1\ny = 2\n" + "\n".join(f"z{i} = {i}" for i in range(20)) + "\n```"
+    ]
+    assert not splitter.in_fence and splitter.fence_info == ""
