@@ -1,0 +1,114 @@
+"""MCP stdio servers as tool sources (``[mcp_servers.<name>]`` in ``fastagent.toml``).
+
+::
+
+    source = McpToolSource(config.mcp_servers, workspace)
+    tools = await source.tools()      # starts the servers, lists their tools
+    ...
+    await source.aclose()             # stops them (no process left behind)
+
+Each server starts on first use and stays up for the life of the process; one that died is
+restarted on its next call. Its tools are named ``<server>__<tool>`` and keep their JSON
+schemas; errors (``isError`` results, protocol errors, a dead server) are error results. A
+server that cannot start is a diagnostic (:meth:`McpToolSource.diagnostics`), never an
+exception, and the other servers' tools keep working. This package is the only place that
+imports the ``mcp`` SDK (pinned to the 2.x API); import it only when a server is configured.
+
+The child gets the SDK's minimal environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``,
+``TERM``, ``USER``) plus the server's ``env`` table; its working directory is the server's
+``cwd`` (relative to the workspace) or the workspace. Its stderr goes to the
+``fastagent.mcp`` logger at debug level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.definition.config import McpServerConfig
+from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
+from fastagent_cli.tools.mcp.connection import StartFailure
+from fastagent_cli.tools.mcp.convert import tool_name
+from fastagent_cli.tools.mcp.server import McpServer
+
+__all__ = ["RETRY_START_S", "McpToolSource"]
+
+RETRY_START_S = 60.0
+"""A server that could not start is tried again by :meth:`McpToolSource.tools` after this long."""
+
+
+def _mcp_tool(server: McpServer, name: str, remote: Any) -> Tool:
+    remote_name: str = remote.name
+
+    async def execute(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return await server.call(remote_name, dict(args))
+
+    schema = remote.input_schema if isinstance(remote.input_schema, dict) else {}
+    parameters = {"type": "object", "properties": {}, **schema}
+    description = remote.description or remote.title or f"{remote_name} (MCP server {server.name})"
+    return Tool(name, description, parameters, execute, source=f"mcp:{server.name}")
+
+
+class McpToolSource:
+    """The tools of every configured MCP server, started on first use."""
+
+    def __init__(self, servers: Mapping[str, McpServerConfig], cwd: str | os.PathLike[str]) -> None:
+        root = Path(cwd).resolve()
+        self._servers = [McpServer(name, config, root) for name, config in servers.items()]
+        self._tools: list[Tool] = []
+        self._notes: list[str] = []
+        self._lock = asyncio.Lock()
+
+    @property
+    def servers(self) -> Sequence[McpServer]:
+        return tuple(self._servers)
+
+    async def tools(self) -> list[Tool]:
+        """Every server's tools as ``<server>__<tool>``; starts servers not yet running (and
+        retries ones that failed to start, at most every :data:`RETRY_START_S`)."""
+        async with self._lock:
+            now = asyncio.get_running_loop().time()
+            due = [
+                s
+                for s in self._servers
+                if s.tools is None and (s.failed_at is None or now - s.failed_at >= RETRY_START_S)
+            ]
+            if due:
+                await asyncio.gather(*(self._load(s) for s in due))
+                self._build()
+            return list(self._tools)
+
+    async def _load(self, server: McpServer) -> None:
+        try:
+            await server.list_tools()
+        except StartFailure:
+            pass  # recorded on the server, reported by diagnostics()
+
+    def _build(self) -> None:
+        tools: list[Tool] = []
+        notes: list[str] = []
+        seen: dict[str, str] = {}
+        for server in self._servers:
+            for remote in server.tools or []:
+                name = tool_name(server.name, remote.name)
+                if name in seen:
+                    notes.append(
+                        f'mcp server "{server.name}": tool {remote.name!r} is skipped, its name {name} is '
+                        f'already used by server "{seen[name]}"'
+                    )
+                    continue
+                seen[name] = server.name
+                tools.append(_mcp_tool(server, name, remote))
+        self._tools, self._notes = tools, notes
+
+    def diagnostics(self) -> list[str]:
+        """One line per problem: servers that cannot start, tool names that clash."""
+        found = [f'mcp server "{s.name}": cannot start: {s.error}' for s in self._servers if s.error]
+        return found + list(self._notes)
+
+    async def aclose(self) -> None:
+        """Stop every server; waits until their processes are gone."""
+        await asyncio.gather(*(s.aclose() for s in self._servers))

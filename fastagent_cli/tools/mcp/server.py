@@ -1,0 +1,101 @@
+"""One configured MCP server across its runs: started on first use, restarted when it died."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+
+from fastagent_cli.definition.config import McpServerConfig
+from fastagent_cli.tools.base import ToolResult, text_result
+from fastagent_cli.tools.mcp.connection import Connection, ConnectionLost, StartFailure
+from fastagent_cli.tools.mcp.convert import describe_error, tool_result
+from mcp import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+__all__ = ["McpServer"]
+
+log = logging.getLogger("fastagent.mcp")
+
+
+class McpServer:
+    """``[mcp_servers.<name>]``: the tool listing, calls, restarts and the last start failure."""
+
+    def __init__(self, name: str, config: McpServerConfig, cwd: Path) -> None:
+        self.name = name
+        workdir = Path(config.cwd).expanduser() if config.cwd else cwd
+        if not workdir.is_absolute():
+            workdir = cwd / workdir
+        self.params = StdioServerParameters(
+            command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=str(workdir)
+        )
+        self.tools: list[mcp_types.Tool] | None = None
+        self.error: str | None = None
+        self.failed_at: float | None = None
+        self.starts = 0
+        self._connection: Connection | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def _current(self) -> Connection:
+        """The running connection, or a new one when there is none or it died."""
+        async with self._lock:
+            if self._closed:
+                raise StartFailure("shut down")
+            connection = self._connection
+            if connection is not None and connection.alive:
+                return connection
+            if connection is not None:
+                await connection.aclose()  # it is exiting already; this waits for the reaping
+                log.info("[mcp] restarting server %s", self.name)
+            connection = Connection(self.name, self.params)
+            connection.start()
+            self.starts += 1
+            self._connection = connection
+            return connection
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        """Start the server if needed and return its tools; :class:`StartFailure` if it cannot."""
+        connection = await self._current()
+        try:
+            tools = await connection.ready()
+        except StartFailure as exc:
+            self.error = str(exc)
+            self.failed_at = asyncio.get_running_loop().time()
+            log.warning("[mcp] server %s cannot start: %s", self.name, self.error)
+            raise
+        self.tools, self.error, self.failed_at = tools, None, None
+        return tools
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call ``tool``; every failure is an error result. A server found dead before the call
+        is restarted once and the call retried; one that dies during the call is restarted on
+        the next call (the call itself is not repeated: it may have had effects)."""
+        for attempt in (1, 2):
+            try:
+                connection = await self._current()
+                result = await connection.call(tool, arguments)
+            except StartFailure as exc:
+                self.error = str(exc)
+                return text_result(f"MCP server {self.name} is not running: {exc}", is_error=True)
+            except ConnectionLost as exc:
+                if not exc.sent and attempt == 1:
+                    continue
+                later = "" if self._closed else "; it will be restarted on the next call"
+                return text_result(f"{exc}{later}", is_error=True)
+            except MCPError as exc:
+                return text_result(f"MCP server {self.name}: {exc.message or exc}", is_error=True)
+            except Exception as exc:
+                return text_result(f"MCP server {self.name}: {describe_error(exc)}", is_error=True)
+            return tool_result(self.name, tool, result)
+        return text_result(f"MCP server {self.name} is not running", is_error=True)
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            self._closed = True
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.aclose()
