@@ -1,35 +1,55 @@
 """Assembly: the one place agents are built.
 
 * L1 :func:`create_agent` assembles from typed parts; ``instructions`` is the system prompt,
-  verbatim.
-* :func:`open_agent_dir` opens a directory the way every command does (``invoke``, ``chat``,
-  ``dev``, ``start``, ``tool``, ``info``): placement, ``.env``, ``fastagent.toml``, model
-  precedence (``--model`` > ``FASTAGENT_MODEL`` > config ``model``), state paths, sessions, and the
-  definition's prompt.
+  verbatim, and ``tools`` are mounted as given.
+* :func:`inspect_agent_dir` reads a directory the way every command does, without building an
+  engine and without needing a model: placement, ``.env``, ``fastagent.toml``, model precedence
+  (``--model`` > ``FASTAGENT_MODEL`` > config ``model``), state paths, the tools (coding tools,
+  config ``tools``, ``tools/``, then ``search_tools`` when a tool is deferred) and the per-turn
+  prompt. ``info`` and ``tool`` stop here; it creates nothing on disk.
+* :func:`open_agent_dir` adds the engine (``invoke``, ``chat``, ``dev``, ``start``): a model is
+  required, sessions live under the state root, and MCP servers start on the first turn.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastagent_cli.contract import Scope
 from fastagent_cli.definition.config import FastagentConfig, load_config
 from fastagent_cli.definition.dotenv import load_dotenv
+from fastagent_cli.definition.live_tools import LiveTools
 from fastagent_cli.definition.placement import Placement, resolve_placement
-from fastagent_cli.definition.prompt import DefinitionPrompt
+from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
+from fastagent_cli.definition.skills import Skill
+from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure, ToolSet, assemble_tools
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
 from fastagent_cli.engine.clients import ClientPool
 from fastagent_cli.engine.retry import RetryPolicy
-from fastagent_cli.errors import ModelError
+from fastagent_cli.engine.turn import TurnSetup
+from fastagent_cli.errors import ConfigError, FastagentError, ModelError
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.types import ModelClient, ThinkingLevel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
 from fastagent_cli.state.paths import resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
 
-__all__ = ["MISSING_MODEL", "OpenedAgent", "create_agent", "open_agent_dir", "resolve_model_spec"]
+__all__ = [
+    "MISSING_MODEL",
+    "AgentSurface",
+    "DirectoryAgent",
+    "OpenedAgent",
+    "create_agent",
+    "inspect_agent_dir",
+    "open_agent_dir",
+    "resolve_model_spec",
+]
+
+log = logging.getLogger("fastagent.assembly")
 
 MISSING_MODEL = (
     'missing model: set --model, FASTAGENT_MODEL, or model = "provider/model" in fastagent.toml '
@@ -53,7 +73,9 @@ def create_agent(
     """Assemble an agent from typed parts (L1). ``instructions`` is used verbatim.
 
     ``model`` is a spec (``"openai/gpt-4.1-mini"``, ``"scripted/echo"``) or a model client built in
-    code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``).
+    code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``). ``tools`` are
+    mounted as given: with deferred tools, pass ``with_search_tool(tools)[0]`` (or your own loader)
+    and say so in ``instructions``.
     """
     workdir = str(Path(cwd or os.getcwd()).resolve())
     client = None if isinstance(model, str) else model
@@ -75,27 +97,6 @@ def create_agent(
     )
 
 
-@dataclass(slots=True)
-class OpenedAgent:
-    agent: EngineAgent
-    placement: Placement
-    config: FastagentConfig
-    registry: ModelRegistry
-    model_spec: str
-    model_source: str
-    state_root: Path
-    sessions_dir: Path
-    auth_path: Path
-
-    @property
-    def agent_dir(self) -> Path:
-        return self.placement.agent_dir
-
-    @property
-    def workspace(self) -> Path:
-        return self.placement.workspace
-
-
 def resolve_model_spec(
     flag: str | None, config: FastagentConfig, env: Mapping[str, str] | None = None
 ) -> tuple[str, str] | None:
@@ -110,6 +111,199 @@ def resolve_model_spec(
     return None
 
 
+@dataclass(slots=True)
+class AgentSurface:
+    """What a directory assembles into, before any engine exists."""
+
+    placement: Placement
+    config: FastagentConfig
+    registry: ModelRegistry
+    model_spec: str | None
+    model_source: str | None
+    model_error: str | None
+    state_root: Path
+    sessions_dir: Path
+    auth_path: Path
+    toolset: ToolSet
+    prompt: DefinitionPrompt
+    live: LiveTools
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.placement.agent_dir
+
+    @property
+    def workspace(self) -> Path:
+        return self.placement.workspace
+
+    def definition(self) -> LoadedDefinition:
+        """The definition as it is now (re-read only if a file changed)."""
+        return self.prompt.snapshot()
+
+
+def inspect_agent_dir(
+    directory: str | os.PathLike[str] = ".",
+    *,
+    model: str | None = None,
+    sessions_dir: str | None = None,
+    auth_path: str | None = None,
+    tools: Sequence[Tool] = (),
+    strict: bool = False,
+) -> AgentSurface:
+    """Read the directory into an :class:`AgentSurface`. ``strict``: fail on a missing or unknown
+    model and on a config ``tools`` ref that cannot be imported (else they are reported)."""
+    placement = resolve_placement(directory)
+    load_dotenv(placement.agent_dir / ".env")
+    config = load_config(placement.config_path)
+    registry, model_spec, model_source, model_error = _model(placement, config, model, strict)
+    state_root = resolve_state_root(placement.agent_dir, placement.workspace)
+    sessions_path = resolve_sessions_dir(state_root, sessions_dir, placement.workspace)
+    auth = _auth_path(auth_path, state_root, placement.workspace)
+    live = LiveTools(config.mcp_servers, placement.workspace)
+    toolset = assemble_tools(
+        config, placement.agent_dir, placement.workspace, tools, catalog=live.catalog, strict=strict
+    )
+    live.set_static(toolset.tools)
+    prompt = DefinitionPrompt(placement.agent_dir, placement.workspace, live.mounted)
+    return AgentSurface(
+        placement,
+        config,
+        registry,
+        model_spec,
+        model_source,
+        model_error,
+        state_root,
+        sessions_path,
+        auth,
+        toolset,
+        prompt,
+        live,
+    )
+
+
+def _model(
+    placement: Placement, config: FastagentConfig, flag: str | None, strict: bool
+) -> tuple[ModelRegistry, str | None, str | None, str | None]:
+    try:
+        registry = ModelRegistry(placement.agent_dir / "models.json")
+    except ConfigError as exc:
+        if strict:
+            raise
+        return ModelRegistry(), None, None, exc.message
+    chosen = resolve_model_spec(flag, config)
+    if chosen is None:
+        if strict:
+            raise ModelError(MISSING_MODEL)
+        return registry, None, None, MISSING_MODEL
+    spec, source = chosen
+    try:
+        registry.resolve(spec)  # fail at startup, naming the spec, not at the first turn
+    except FastagentError as exc:
+        if strict:
+            raise
+        return registry, spec, source, exc.message
+    return registry, spec, source, None
+
+
+class DirectoryAgent(EngineAgent):
+    """The engine agent of a directory: MCP tools join the mounted set before each turn binds."""
+
+    def __init__(self, config: EngineConfig, live: LiveTools) -> None:
+        super().__init__(config)
+        self.live = live
+        live.bind(self.tools)
+
+    async def _bind(self, scope: Scope) -> TurnSetup:
+        await self.live.refresh()
+        return await super()._bind(scope)
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            await self.live.aclose()
+
+
+@dataclass(slots=True)
+class OpenedAgent:
+    """An opened directory agent: the engine plus everything it was assembled from."""
+
+    agent: DirectoryAgent
+    surface: AgentSurface
+    model_spec: str
+    model_source: str
+
+    @property
+    def placement(self) -> Placement:
+        return self.surface.placement
+
+    @property
+    def config(self) -> FastagentConfig:
+        return self.surface.config
+
+    @property
+    def registry(self) -> ModelRegistry:
+        return self.surface.registry
+
+    @property
+    def state_root(self) -> Path:
+        return self.surface.state_root
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.surface.sessions_dir
+
+    @property
+    def auth_path(self) -> Path:
+        return self.surface.auth_path
+
+    @property
+    def prompt(self) -> DefinitionPrompt:
+        return self.surface.prompt
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.surface.placement.agent_dir
+
+    @property
+    def workspace(self) -> Path:
+        return self.surface.placement.workspace
+
+    def definition(self) -> LoadedDefinition:
+        """The definition as the next turn will see it (persona, context files, skills, findings)."""
+        return self.surface.prompt.snapshot()
+
+    def skills(self) -> list[Skill]:
+        return list(self.definition().skills)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self.agent.tools)
+
+    @property
+    def deferred_tools(self) -> list[str]:
+        return [t.name for t in self.agent.tools.values() if t.deferred]
+
+    @property
+    def tool_collisions(self) -> list[ToolCollision]:
+        return [*self.surface.toolset.collisions, *self.surface.live.collisions]
+
+    @property
+    def tool_failures(self) -> list[ToolLoadFailure]:
+        return list(self.surface.toolset.failures)
+
+    def diagnostics(self) -> list[str]:
+        """Every finding worth a warning line: tools, skills, context files, MCP servers."""
+        return report_findings(self.surface, self.definition())
+
+    def startup_lines(self) -> list[str]:
+        """What a serving command prints when it starts (``agent:``, ``workspace:``, ...)."""
+        return startup_lines(self.surface, self.definition(), self.model_spec, self.model_source)
+
+    async def aclose(self) -> None:
+        await self.agent.aclose()
+
+
 def open_agent_dir(
     directory: str | os.PathLike[str] = ".",
     *,
@@ -118,35 +312,69 @@ def open_agent_dir(
     auth_path: str | None = None,
     tools: Sequence[Tool] = (),
 ) -> OpenedAgent:
-    placement = resolve_placement(directory)
-    load_dotenv(placement.agent_dir / ".env")
-    config = load_config(placement.config_path)
-    registry = ModelRegistry(placement.agent_dir / "models.json")
-    chosen = resolve_model_spec(model, config)
-    if chosen is None:
-        raise ModelError(MISSING_MODEL)
-    spec, source = chosen
-    registry.resolve(spec)  # fail at startup, naming the spec, not at the first turn
-    state_root = resolve_state_root(placement.agent_dir, placement.workspace)
-    sessions_path = resolve_sessions_dir(state_root, sessions_dir, placement.workspace)
-    auth = _auth_path(auth_path, state_root, placement.workspace)
-    prompt = DefinitionPrompt(placement.agent_dir, placement.workspace, [t.name for t in tools])
-    agent = EngineAgent(
+    surface = inspect_agent_dir(
+        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, tools=tools, strict=True
+    )
+    assert surface.model_spec is not None and surface.model_source is not None  # strict guarantees it
+    placement, config = surface.placement, surface.config
+    surface.prompt.snapshot()  # a definition that cannot be read fails at startup, not at turn 1
+    agent = DirectoryAgent(
         EngineConfig(
-            model=spec,
-            sessions=FileSessionStore(sessions_path, placement.workspace),
-            system_prompt=prompt,
-            tools=tools,
+            model=surface.model_spec,
+            sessions=FileSessionStore(surface.sessions_dir, placement.workspace),
+            system_prompt=surface.prompt,
+            tools=surface.toolset.tools,
             cwd=str(placement.workspace),
-            registry=registry,
+            registry=surface.registry,
             thinking_level=config.thinking_level,
             max_tool_rounds=config.engine.max_tool_rounds,
             retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
-            auth_path=auth,
+            auth_path=surface.auth_path,
             agent_dir=placement.agent_dir,
-        )
+        ),
+        surface.live,
     )
-    return OpenedAgent(agent, placement, config, registry, spec, source, state_root, sessions_path, auth)
+    return OpenedAgent(agent, surface, surface.model_spec, surface.model_source)
+
+
+def report_findings(surface: AgentSurface, definition: LoadedDefinition) -> list[str]:
+    lines = [c.message for c in surface.toolset.collisions]
+    lines += [f.message for f in surface.toolset.failures]
+    lines += list(surface.toolset.warnings)
+    if surface.toolset.error:
+        lines.append(surface.toolset.error)
+    lines += [f"{d.path}: {d.message}" for d in definition.diagnostics]
+    lines += [f"{c.loser_path}: {c.message} (kept {c.winner_path})" for c in definition.collisions]
+    lines += list(definition.warnings)
+    lines += [c.message for c in surface.live.collisions]
+    lines += surface.live.diagnostics()
+    return lines
+
+
+def startup_lines(
+    surface: AgentSurface, definition: LoadedDefinition, model_spec: str | None, model_source: str | None
+) -> list[str]:
+    def row(label: str, value: str) -> str:
+        return f"{label + ':':<11}{value}"
+
+    tools = surface.live.mounted()
+    listed = [t.name for t in tools if not t.deferred]
+    deferred = [t.name for t in tools if t.deferred]
+    lines = [row("agent", str(surface.agent_dir)), row("workspace", str(surface.workspace))]
+    if surface.placement.hint:
+        lines.append(surface.placement.hint)
+    lines.append(row("config", str(surface.placement.config_path)))
+    lines.append(row("model", f"{model_spec} (from {model_source})" if model_spec else "(not set)"))
+    lines.append(row("persona", "persona.md" if definition.persona is not None else "(default identity)"))
+    lines.append(row("context", ", ".join(str(f.path) for f in definition.context_files) or "(none)"))
+    lines.append(row("skills", ", ".join(s.name for s in definition.skills) or "(none)"))
+    lines.append(row("tools", ", ".join(listed) or "(none)"))
+    if deferred:
+        lines.append(row("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
+    if surface.config.mcp_servers:
+        lines.append(row("mcp", ", ".join(surface.config.mcp_servers)))
+    lines += [f"warn: {line}" for line in report_findings(surface, definition)]
+    return lines
 
 
 def _auth_path(flag: str | None, state_root: Path, workspace: Path) -> Path:

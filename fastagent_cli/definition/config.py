@@ -28,6 +28,7 @@ a TOML syntax error names the file, line and column::
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 import tomllib
@@ -133,6 +134,17 @@ class FastagentConfig(_Strict):
                 raise ValueError(f'{ref!r} is not an import ref like "package.module:attribute"')
         return value
 
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,40}", name) or "__" in name:
+                raise ValueError(
+                    f"server name {name!r} must be 1-40 letters, digits, '_' or '-' without '__' "
+                    "(its tools appear as <server>__<tool>)"
+                )
+        return value
+
     @property
     def coding_tool_names(self) -> tuple[str, ...]:
         if self.coding_tools is True:
@@ -159,13 +171,28 @@ def _section_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[st
     return list(current.model_fields)
 
 
+_RETIRED = {
+    "agent_dir": "placement is structural: put the agent in ./fastagent/ or point fastagent at it",
+    "agentDir": "placement is structural: put the agent in ./fastagent/ or point fastagent at it",
+    "channels": "channels are files: channels/<name>.py",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
 def _describe(error: pydantic.ValidationError, path: Path) -> str:
     first = error.errors()[0]
     loc = first["loc"]
     key = ".".join(str(p) for p in loc)
     if first["type"] == "extra_forbidden":
+        if len(loc) == 1 and str(loc[0]) in _RETIRED:
+            return f"{path}: key {key!r} is retired ({_RETIRED[str(loc[0])]})"
         valid = _section_keys(FastagentConfig, loc) or list(FastagentConfig.model_fields)
-        return f"{path}: unknown key {key!r} (valid keys: {', '.join(valid)})"
+        close = difflib.get_close_matches(_snake(str(loc[-1])), valid, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"{path}: unknown key {key!r}{hint} (valid keys: {', '.join(valid)})"
     message = first["msg"].removeprefix("Value error, ")
     return f"{path}: {key}: {message}"
 

@@ -91,8 +91,14 @@ def resolve_placement(directory: str | os.PathLike[str], env: Mapping[str, str] 
     if wanted is not None:
         chosen = next((a for a in agents if a.name == wanted), None)
         if chosen is None:
-            listing = f" (agents here: {names})" if agents else " (there are no agents here)"
-            raise PlacementError(f'FASTAGENT_AGENT="{wanted}" names no agent in {workspace}{listing}')
+            here = ([f"{workspace.name} (this directory)"] if _is_agent(workspace) else []) + [
+                a.name for a in agents
+            ]
+            listing = f" (agents here: {', '.join(here)})" if here else " (there are no agents here)"
+            raise PlacementError(
+                f'FASTAGENT_AGENT="{wanted}" names no agent in {workspace}{listing}: '
+                "set it to one of them, or unset it"
+            )
     elif len(agents) == 1:
         chosen = agents[0]
     elif agents:

@@ -1,0 +1,115 @@
+"""The mounted tool set of a directory agent: the static tools plus its MCP servers' tools.
+
+Static tools (coding tools, config ``tools``, ``tools/``, ``search_tools``) are known at
+assembly. MCP tools are known only once their servers run, so they join the engine's tool table
+before a turn binds (:meth:`LiveTools.refresh`), after every static tool: an MCP tool whose name
+is taken is reported as a collision and not mounted. A server that cannot start is a diagnostic,
+never a failed turn; the ``mcp`` SDK is imported only when a server is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.definition.config import McpServerConfig
+from fastagent_cli.definition.tools_loader import ToolCollision
+from fastagent_cli.errors import one_line
+from fastagent_cli.tools.base import Tool
+
+__all__ = ["LiveTools"]
+
+log = logging.getLogger("fastagent.tools")
+
+
+class LiveTools:
+    def __init__(self, servers: Mapping[str, McpServerConfig], cwd: Path) -> None:
+        self.servers = dict(servers)
+        self.cwd = cwd
+        self.static: list[Tool] = []
+        self.collisions: list[ToolCollision] = []
+        self._table: MutableMapping[str, Tool] | None = None
+        self._source: Any = None
+        self._problems: list[str] = []
+        self._unavailable = False
+        self._lock = asyncio.Lock()
+        self._mcp_names: set[str] = set()
+
+    def set_static(self, tools: Sequence[Tool]) -> None:
+        self.static = list(tools)
+
+    def bind(self, table: MutableMapping[str, Tool]) -> None:
+        """Use the engine's own tool table (name -> tool) as the live set."""
+        self._table = table
+
+    def catalog(self) -> Mapping[str, Tool]:
+        """Every registered tool by name (what ``search_tools`` searches)."""
+        if self._table is not None:
+            return self._table
+        return {t.name: t for t in self.static}
+
+    def mounted(self) -> list[Tool]:
+        return list(self.catalog().values())
+
+    def diagnostics(self) -> list[str]:
+        found = list(self._problems)
+        if self._source is not None:
+            found += [str(d) for d in self._source.diagnostics()]
+        return found
+
+    def _open_source(self) -> Any:
+        if self._source is None and not self._unavailable:
+            try:
+                from fastagent_cli.tools.mcp import McpToolSource
+            except ImportError as exc:  # absent from this build, or the mcp SDK is not installed
+                if str(exc.name).split(".")[0] != "mcp" and exc.name != "fastagent_cli.tools.mcp":
+                    raise
+                self._unavailable = True
+                self._problems.append(f"MCP servers are configured but MCP support is unavailable ({exc})")
+                return None
+            self._source = McpToolSource(self.servers, self.cwd)
+        return self._source
+
+    async def mcp_tools(self) -> list[Tool]:
+        """The MCP servers' tools (starting them on first use); ``[]`` when they cannot run."""
+        if not self.servers:
+            return []
+        async with self._lock:
+            source = self._open_source()
+            if source is None:
+                return []
+            try:
+                return list(await source.tools())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a server problem is a diagnostic, never a failed turn
+                problem = f"MCP tools unavailable: {one_line(str(exc) or type(exc).__name__, 300)}"
+                if problem not in self._problems:
+                    self._problems.append(problem)
+                    log.warning("[fastagent] %s", problem)
+                return []
+
+    async def refresh(self) -> None:
+        """Mount the MCP tools into the bound table (a no-op without MCP servers)."""
+        if not self.servers or self._table is None:
+            return
+        for tool in await self.mcp_tools():
+            if tool.name in self._table and tool.name not in self._mcp_names:
+                if not any(c.name == tool.name for c in self.collisions):
+                    source = self._table[tool.name].source
+                    winner = "coding tool" if source == "coding" else source or "a static tool"
+                    collision = ToolCollision(tool.name, tool.source or "mcp", winner)
+                    self.collisions.append(collision)
+                    log.warning("[fastagent] %s", collision.message)
+                continue
+            self._table[tool.name] = tool
+            self._mcp_names.add(tool.name)
+
+    async def aclose(self) -> None:
+        source, self._source = self._source, None
+        if source is not None:
+            self._problems += [str(d) for d in source.diagnostics() if str(d) not in self._problems]
+            await source.aclose()
