@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fastagent_cli._version import __version__
 
 if TYPE_CHECKING:
-    from fastagent_cli.assembly import OpenedAgent, create_agent, open_agent_dir
+    from fastagent_cli.assembly import OpenedAgent, create_agent, inspect_agent_dir, open_agent_dir
     from fastagent_cli.contract import (
         ABORTED_CODE,
         SESSION_BUSY_CODE,
@@ -79,6 +79,7 @@ __all__ = [
     "define_tool",
     "event_from_json",
     "event_to_json",
+    "inspect_agent_dir",
     "open_agent_dir",
     "read_body_capped",
     "serve",
@@ -88,6 +89,7 @@ __all__ = [
 _HOME: dict[str, str] = {
     "OpenedAgent": "assembly",
     "create_agent": "assembly",
+    "inspect_agent_dir": "assembly",
     "open_agent_dir": "assembly",
     "EngineAgent": "engine.agent",
     "RetryPolicy": "engine.retry",

@@ -13,13 +13,17 @@ from fastagent_cli._version import __version__
 __all__ = ["COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("fastagent_cli.cli.add_cmd:add", "Add a part to the agent (add skill <source>)."),
     "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
     "dev": ("fastagent_cli.cli.serve_cmd:dev", "Serve the agent and restart it when its code changes."),
+    "info": ("fastagent_cli.cli.info_cmd:info", "Show what the agent directory assembles into."),
+    "init": ("fastagent_cli.cli.init_cmd:init", "Create an agent directory that runs at once."),
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
     "login": ("fastagent_cli.cli.login_cmd:login", "Store a provider API key (verified) in auth.json."),
     "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
     "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
     "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
+    "tool": ("fastagent_cli.cli.tool_cmd:tool", "Run one tool directly with JSON arguments."),
 }
 
 

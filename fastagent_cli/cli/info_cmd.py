@@ -1,0 +1,209 @@
+"""``fastagent info [dir] [--json]``: what the directory assembles into, without serving it.
+
+Read-only: it creates nothing (no state dir, no sessions dir, no ``__pycache__``). It exits 0 even
+when tools, skills or MCP servers have problems (they are reported); only a directory that is not
+an agent, or an unreadable ``fastagent.toml``, fails. ``--json`` prints one stable document, whose
+keys are documented in ``docs/info-json.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from fastagent_cli.cli.common import auth_path_option, dir_argument, model_option, sessions_dir_option
+
+if TYPE_CHECKING:
+    from fastagent_cli.assembly import AgentSurface
+    from fastagent_cli.definition.prompt import LoadedDefinition
+    from fastagent_cli.tools.base import Tool
+
+__all__ = ["INFO_KEYS", "info", "info_document"]
+
+INFO_SCHEMA = 1
+INFO_KEYS = (
+    "schema",
+    "agentDir",
+    "workspace",
+    "configPath",
+    "hint",
+    "model",
+    "modelSource",
+    "modelError",
+    "thinkingLevel",
+    "codingTools",
+    "persona",
+    "context",
+    "skills",
+    "diagnostics",
+    "skillCollisions",
+    "tools",
+    "deferredTools",
+    "toolError",
+    "toolCollisions",
+    "toolFailures",
+    "toolWarnings",
+    "mcpServers",
+    "mcpDiagnostics",
+    "channels",
+    "schedules",
+    "selfSchedule",
+    "sessionControl",
+    "stateRoot",
+    "sessionsDir",
+    "authPath",
+)
+_MCP_PROBE_TIMEOUT_S = 30.0
+
+
+def _names(directory: Path, pattern: str) -> list[str]:
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p.stem for p in directory.glob(pattern) if p.is_file() and not p.name.startswith(("_", "."))
+    )
+
+
+def info_document(
+    surface: AgentSurface, definition: LoadedDefinition, mcp_tools: list[Tool]
+) -> dict[str, Any]:
+    """The ``info --json`` document (keys :data:`INFO_KEYS`, in that order)."""
+    tools = [*surface.toolset.tools, *(t for t in mcp_tools if t.name not in surface.toolset.names)]
+    doc: dict[str, Any] = {
+        "schema": INFO_SCHEMA,
+        "agentDir": str(surface.agent_dir),
+        "workspace": str(surface.workspace),
+        "configPath": str(surface.placement.config_path),
+        "hint": (surface.placement.hint or "").removeprefix("hint: ") or None,
+        "model": surface.model_spec,
+        "modelSource": surface.model_source,
+        "modelError": surface.model_error,
+        "thinkingLevel": surface.config.thinking_level,
+        "codingTools": list(surface.config.coding_tool_names),
+        "persona": str(definition.persona_path) if definition.persona_path else None,
+        "context": [str(f.path) for f in definition.context_files],
+        "skills": [
+            {"name": s.name, "description": s.description, "path": str(s.file_path)}
+            for s in definition.skills
+        ],
+        "diagnostics": [
+            {"type": d.type, "message": d.message, "path": d.path} for d in definition.diagnostics
+        ],
+        "skillCollisions": [
+            {"name": c.name, "winnerPath": c.winner_path, "loserPath": c.loser_path}
+            for c in definition.collisions
+        ],
+        "tools": [{"name": t.name, "source": t.source, "deferred": t.deferred} for t in tools],
+        "deferredTools": [t.name for t in tools if t.deferred],
+        "toolError": surface.toolset.error,
+        "toolCollisions": [
+            {"name": c.name, "source": c.source, "winner": c.winner}
+            for c in [*surface.toolset.collisions, *surface.live.collisions]
+        ],
+        "toolFailures": [{"source": f.source, "error": f.error} for f in surface.toolset.failures],
+        "toolWarnings": [*surface.toolset.warnings, *definition.warnings],
+        "mcpServers": [
+            {
+                "name": name,
+                "command": server.command,
+                "args": list(server.args),
+                "tools": [t.name for t in mcp_tools if t.name.startswith(f"{name}__")],
+            }
+            for name, server in surface.config.mcp_servers.items()
+        ],
+        "mcpDiagnostics": surface.live.diagnostics(),
+        "channels": _names(surface.agent_dir / "channels", "*.py"),
+        "schedules": _names(surface.agent_dir / "schedules", "*.toml"),
+        "selfSchedule": surface.config.self_schedule,
+        "sessionControl": surface.config.session_control,
+        "stateRoot": str(surface.state_root),
+        "sessionsDir": str(surface.sessions_dir),
+        "authPath": str(surface.auth_path),
+    }
+    assert tuple(doc) == INFO_KEYS
+    return doc
+
+
+async def _probe_mcp(surface: AgentSurface) -> list[Tool]:
+    if not surface.config.mcp_servers:
+        return []
+    try:
+        return await asyncio.wait_for(surface.live.mcp_tools(), _MCP_PROBE_TIMEOUT_S)
+    except TimeoutError:
+        return []
+    finally:
+        await surface.live.aclose()
+
+
+def _print_text(doc: dict[str, Any]) -> None:
+    def line(label: str, value: str) -> None:
+        click.echo(f"{label + ':' if label else '':<13} {value}")
+
+    line("agent", doc["agentDir"])
+    line("workspace", doc["workspace"])
+    if doc["hint"]:
+        line("hint", doc["hint"])
+    line("config", doc["configPath"])
+    model = f"{doc['model']} (from {doc['modelSource']})" if doc["model"] else "(not set)"
+    line("model", model)
+    if doc["modelError"]:
+        line("", f"⚠ {doc['modelError']}")
+    line("thinking", doc["thinkingLevel"])
+    line("persona", doc["persona"] or "(none: default identity)")
+    line("context", ", ".join(doc["context"]) or "(none)")
+    line("skills", ", ".join(s["name"] for s in doc["skills"]) or "(none)")
+    listed = [f"{t['name']} ({t['source']})" for t in doc["tools"] if not t["deferred"]]
+    line("tools", ", ".join(listed) or "(none)")
+    if doc["deferredTools"]:
+        line("deferred", f"{', '.join(doc['deferredTools'])} (activated via search_tools)")
+    for server in doc["mcpServers"]:
+        found = ", ".join(server["tools"]) or "(no tools)"
+        line("mcp", f"{server['name']}: {server['command']} {' '.join(server['args'])} -> {found}".strip())
+    line("channels", ", ".join(doc["channels"]) or "(none)")
+    line("schedules", ", ".join(doc["schedules"]) or "(none)")
+    line("selfSchedule", "on" if doc["selfSchedule"] else "off")
+    line("state", doc["stateRoot"])
+    line("sessions", doc["sessionsDir"])
+    line("auth", doc["authPath"])
+    warnings = [
+        f'tool "{c["name"]}" ({c["source"]}) is shadowed by {c["winner"]}' for c in doc["toolCollisions"]
+    ]
+    warnings += [f"{f['source']}: {f['error']} (skipped)" for f in doc["toolFailures"]]
+    warnings += [*doc["toolWarnings"], *([doc["toolError"]] if doc["toolError"] else [])]
+    warnings += [f"{d['path']}: {d['message']}" for d in doc["diagnostics"]]
+    warnings += [
+        f'{c["loserPath"]}: name "{c["name"]}" collision (kept {c["winnerPath"]})'
+        for c in doc["skillCollisions"]
+    ]
+    warnings += doc["mcpDiagnostics"]
+    for warning in warnings:
+        sys.stderr.write(f"[fastagent] warn: {warning}\n")
+
+
+@click.command()
+@dir_argument
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (see docs/info-json.md).")
+@model_option
+@sessions_dir_option
+@auth_path_option
+def info(
+    directory: str, as_json: bool, model: str | None, sessions_dir: str | None, auth_path: str | None
+) -> None:
+    """Show what the agent in DIR (default .) assembles into, without serving it."""
+    from fastagent_cli.assembly import inspect_agent_dir
+    from fastagent_cli.cli.common import run_async
+
+    sys.dont_write_bytecode = True  # read-only: not even __pycache__ in the agent's tools/
+    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    definition = surface.definition()
+    mcp_tools = run_async(_probe_mcp(surface))
+    doc = info_document(surface, definition, mcp_tools)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        _print_text(doc)

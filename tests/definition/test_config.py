@@ -1,0 +1,105 @@
+"""fastagent.toml and .env as a user meets them: the real process, its exit code and its one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fastagent_cli.definition.dotenv import parse_dotenv
+from tests.conftest import RunCli
+
+
+def _agent(tmp_path: Path, toml: str, env_file: str | None = None) -> Path:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "fastagent.toml").write_text(toml)
+    if env_file is not None:
+        (agent / ".env").write_text(env_file)
+    return agent
+
+
+def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
+    done = run_cli("info", str(agent), *args)
+    assert done.returncode == 1, done.stdout
+    assert done.stdout == "" and done.stderr.count("\n") == 1
+    return done.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (
+            'model = "x"\nthinkingLevel = "high"\n',
+            "unknown key 'thinkingLevel'; did you mean 'thinking_level'? (valid keys: model, thinking_level,"
+            " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine)",
+        ),
+        ("[http]\nprot = 1\n", "unknown key 'http.prot'; did you mean 'port'? (valid keys: port, host)"),
+        (
+            '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',
+            "unknown key 'mcp_servers.fs.argv'; did you mean 'args'? (valid keys: command, args, env, cwd)",
+        ),
+        ('agent_dir = "bot"\n', "key 'agent_dir' is retired (placement is structural"),
+        (
+            'coding_tools = ["read", "grep"]\n',
+            "coding_tools: unknown coding tool 'grep' (valid: read, bash, edit, write)",
+        ),
+        ('coding_tools = ["read", "read"]\n', "coding_tools: coding tool 'read' is listed twice"),
+        ('thinking_level = "extreme"\n', "thinking_level: Input should be 'off', 'minimal', 'low', 'medium'"),
+        ('tools = ["not a ref"]\n', "tools: 'not a ref' is not an import ref"),
+        ("[http]\nport = 70000\n", "http.port: Input should be less than or equal to 65535"),
+    ],
+)
+def test_config_errors_name_the_file_and_the_key(
+    tmp_path: Path, run_cli: RunCli, toml: str, expected: str
+) -> None:
+    agent = _agent(tmp_path, toml)
+    line = _error(run_cli, agent)
+    assert line.startswith(f"Error: {agent.resolve() / 'fastagent.toml'}: ")
+    assert expected in line
+
+
+def test_toml_syntax_error_names_line_and_column(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, 'model = "x"\nthinking_level = = "high"\n')
+    line = _error(run_cli, agent)
+    assert "fastagent.toml: TOML syntax error at line 2, column 18" in line
+
+
+def test_coding_tools_selection_is_what_mounts(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, 'coding_tools = ["write", "read"]\n')
+    doc = json.loads(run_cli("info", str(agent), "--json").stdout)
+    assert doc["codingTools"] == ["read", "write"]  # canonical order
+    assert [t["name"] for t in doc["tools"]] == ["read", "write"]
+    agent_none = tmp_path / "none"
+    agent_none.mkdir()
+    (agent_none / "fastagent.toml").write_text("coding_tools = false\n")
+    assert json.loads(run_cli("info", str(agent_none), "--json").stdout)["tools"] == []
+
+
+def test_dotenv_is_loaded_and_real_environment_wins(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, "", env_file='# comment\nexport FASTAGENT_MODEL="scripted/echo"\n')
+    doc = json.loads(run_cli("info", str(agent), "--json").stdout)
+    assert (doc["model"], doc["modelSource"]) == ("scripted/echo", "FASTAGENT_MODEL")
+    done = run_cli("invoke", "hello", str(agent))
+    assert done.returncode == 0 and done.stdout == "echo: hello\n"
+    real = run_cli("info", str(agent), "--json", env={"FASTAGENT_MODEL": "scripted/other"})
+    assert json.loads(real.stdout)["model"] == "scripted/other"
+
+
+def test_model_precedence_flag_env_config(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, 'model = "scripted/from-config"\n')
+
+    def model(*args: str, env: dict[str, str] | None = None) -> tuple[str, str]:
+        doc = json.loads(run_cli("info", str(agent), "--json", *args, env=env).stdout)
+        return doc["model"], doc["modelSource"]
+
+    assert model() == ("scripted/from-config", "fastagent.toml")
+    assert model(env={"FASTAGENT_MODEL": "scripted/from-env"}) == ("scripted/from-env", "FASTAGENT_MODEL")
+    flagged = model("--model", "scripted/flag", env={"FASTAGENT_MODEL": "scripted/from-env"})
+    assert flagged == ("scripted/flag", "--model")
+
+
+def test_dotenv_dialect() -> None:
+    parsed = parse_dotenv("A=1\nB = 'two words'\nC=\"x # y\"\nD=plain # comment\n#E=no\nbad line\nA=last\n")
+    assert parsed == {"A": "last", "B": "two words", "C": "x # y", "D": "plain"}
