@@ -3,6 +3,7 @@ and MCP tools joining the mounted set."""
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from fastagent_cli.errors import ConfigError, ModelError
 from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult, text_result
 from fastagent_cli.tools.define import define_tool
+from tests.conftest import RunCli
 from tests.definition.fixture_agent import PERSONA, build_fixture_agent, recorded
 
 
@@ -186,3 +188,27 @@ async def test_an_mcp_failure_is_a_diagnostic_not_a_failed_turn(
     finally:
         await opened.aclose()
     assert "MCP tools unavailable: server files exited with status 1" in opened.diagnostics()
+
+
+MCP_SERVER = Path(__file__).resolve().parent / "tools" / "mcp" / "mcp_test_server.py"
+
+
+@pytest.mark.slow
+def test_a_configured_mcp_server_serves_the_directory_agent(tmp_path: Path, run_cli: RunCli) -> None:
+    """Through the real process: fastagent.toml [mcp_servers] -> tools in info, called in a turn."""
+    agent = tmp_path / "agent"
+    (agent / "scripts").mkdir(parents=True)
+    (agent / "fastagent.toml").write_text(
+        f'model = "scripted/mcp"\ncoding_tools = false\n[mcp_servers.calc]\n'
+        f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(MCP_SERVER))}]\n"
+    )
+    script = {"steps": [{"toolCalls": [{"name": "calc__add", "args": {"a": 2, "b": 3}}]}, {"text": "five"}]}
+    (agent / "scripts" / "mcp.json").write_text(json.dumps(script))
+    info = json.loads(run_cli("info", str(agent), "--json").stdout)
+    assert "calc__add" in info["mcpServers"][0]["tools"] and info["mcpDiagnostics"] == []
+    done = run_cli("invoke", "add them", str(agent), "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    ended = next(e for e in events if e["type"] == "tool_ended")
+    assert (ended["isError"], ended["content"][0]["text"]) == (False, "5")
+    assert events[-1]["type"] == "completed"
