@@ -37,6 +37,7 @@ from fastagent_cli.models.types import ModelClient, ThinkingLevel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
 from fastagent_cli.state.paths import resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.search_tools import with_search_tool
 
 __all__ = [
     "MISSING_MODEL",
@@ -73,19 +74,20 @@ def create_agent(
     """Assemble an agent from typed parts (L1). ``instructions`` is used verbatim.
 
     ``model`` is a spec (``"openai/gpt-4.1-mini"``, ``"scripted/echo"``) or a model client built in
-    code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``). ``tools`` are
-    mounted as given: with deferred tools, pass ``with_search_tool(tools)[0]`` (or your own loader)
-    and say so in ``instructions``.
+    code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``). When a tool
+    is deferred, the built-in ``search_tools`` loader is mounted too (an authored one wins, forced
+    sequential); the instructions stay verbatim, so tell the model about ``search_tools`` there.
     """
     workdir = str(Path(cwd or os.getcwd()).resolve())
     client = None if isinstance(model, str) else model
     spec = "scripted/custom" if client is not None else str(model)
+    mounted, _ = with_search_tool(tools)
     return EngineAgent(
         EngineConfig(
             model=spec,
             sessions=sessions or MemorySessionStore(workdir),
             system_prompt=lambda: instructions,
-            tools=tools,
+            tools=mounted,
             cwd=workdir,
             registry=registry or ModelRegistry(),
             thinking_level=thinking_level,

@@ -101,7 +101,7 @@ async def test_deferred_tool_activation_is_recorded_and_restored(tmp_path: Path)
 
     await collect(make().invoke("d", "unlock"))
     names = [[t.name for t in r.tools] for r in requests]
-    assert names == [["unlock"], ["unlock", "secret_lookup"]]
+    assert names == [["unlock", "search_tools"], ["unlock", "search_tools", "secret_lookup"]]
     record = await FileSessionStore(tmp_path / "s", tmp_path).open_or_create("d")
     deltas = [e for e in record.entries if e.get("customType") == TOOL_ACTIVATION_TYPE]
     assert [d["data"] for d in deltas] == [{"names": ["secret_lookup"]}]
@@ -109,10 +109,10 @@ async def test_deferred_tool_activation_is_recorded_and_restored(tmp_path: Path)
     assert result["addedToolNames"] == ["secret_lookup"]
     requests.clear()
     await collect(make().invoke("d", "later"))  # a fresh instance: read back from the file
-    assert [t.name for t in requests[0].tools] == ["unlock", "secret_lookup"]
+    assert [t.name for t in requests[0].tools] == ["unlock", "search_tools", "secret_lookup"]
     requests.clear()
     await collect(make().invoke("other-session", "hello"))
-    assert [t.name for t in requests[0].tools] == ["unlock"]
+    assert [t.name for t in requests[0].tools] == ["unlock", "search_tools"]
 
 
 async def test_images_reach_the_model_as_content_blocks() -> None:
