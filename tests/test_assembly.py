@@ -42,7 +42,8 @@ async def test_l1_instructions_are_the_prompt_verbatim(tmp_path: Path) -> None:
     )
     assert (await collect(agent.invoke("s", "hi"))).text == "fine"
     assert seen[0].system == instructions  # no base, no discovery note, no cwd line
-    assert [t.name for t in seen[0].tools] == []  # the deferred tool stays out of the request
+    # the deferred tool stays out of the request; the loader that can activate it is mounted
+    assert [t.name for t in seen[0].tools] == ["search_tools"]
 
 
 async def test_persona_edit_between_turns_changes_the_next_prompt(tmp_path: Path) -> None:
