@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
-import httpx
-
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.models.types import (
     AssistantBlock,
@@ -31,7 +29,6 @@ __all__ = [
     "new_tool_call_id",
     "now_ms",
     "parse_arguments",
-    "timeout",
     "transform_messages",
 ]
 
@@ -42,10 +39,6 @@ INVALID_JSON_KEY = "_invalid_json"
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def timeout(connect: float, read: float) -> httpx.Timeout:
-    return httpx.Timeout(read, connect=connect)
 
 
 def default_max_tokens(request: ModelRequest) -> int:

@@ -13,8 +13,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from fastagent_cli.errors import ProviderError, one_line
 from fastagent_cli.models._wire import (
     StopReason,
@@ -23,10 +21,9 @@ from fastagent_cli.models._wire import (
     new_tool_call_id,
     now_ms,
     parse_arguments,
-    timeout,
 )
 from fastagent_cli.models.anthropic_request import build_messages_request
-from fastagent_cli.models.http_errors import error_from_exception, error_from_response
+from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
@@ -227,41 +224,19 @@ class _MessageStream:
         return message
 
 
-class AnthropicMessagesClient:
+class AnthropicMessagesClient(HttpStreamClient):
     """Streams the Messages API; see :class:`~fastagent_cli.models.types.ModelClient`."""
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient | None = None,
-        *,
-        connect_timeout: float = 15,
-        read_timeout: float = 300,
-    ) -> None:
-        self._owns_http = http is None
-        self._http = http if http is not None else httpx.AsyncClient()
-        self._timeout = timeout(connect_timeout, read_timeout)
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
-        provider = request.model.provider
         url, headers, body = build_messages_request(request)
         state = _MessageStream(request.model)
-        try:
-            async with self._http.stream(
-                "POST", url, json=body, headers=headers, timeout=self._timeout
-            ) as response:
-                if not response.is_success:
-                    raw = await response.aread()
-                    raise error_from_response(provider, response.status_code, raw, response.headers)
-                async with aclosing(aiter_sse(response.aiter_bytes())) as events:
-                    async for event in events:
-                        # After message_stop the rest is read and ignored so the connection
-                        # goes back to the pool instead of being dropped.
-                        for delta in state.feed(event.event, event.data):
-                            yield delta
-        except httpx.HTTPError as exc:
-            raise error_from_exception(provider, exc) from exc
+        async with (
+            self._post_stream(request.model.provider, url, headers, body) as response,
+            aclosing(aiter_sse(response.aiter_bytes())) as events,
+        ):
+            async for event in events:
+                # After message_stop the rest is read and ignored so the connection goes back to
+                # the pool instead of being dropped.
+                for delta in state.feed(event.event, event.data):
+                    yield delta
         yield state.finish()
