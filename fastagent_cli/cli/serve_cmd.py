@@ -31,6 +31,7 @@ from fastagent_cli.errors import UsageError
 if TYPE_CHECKING:
     from fastagent_cli.serve.binding import ServeOptions
     from fastagent_cli.serve.runner import Outcome
+    from fastagent_cli.serve.worker_link import WorkerLink
 
 __all__ = ["dev", "start"]
 
@@ -92,14 +93,13 @@ def _finish(outcome: Outcome) -> None:
         raise SystemExit(outcome.code)
 
 
-def _serve_here(options: ServeOptions) -> None:
+def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
     from fastagent_cli.cli.model_picker import ensure_model
     from fastagent_cli.serve.runner import serve_foreground
-    from fastagent_cli.serve.worker_link import WorkerLink
 
-    no_input = options.no_input or WorkerLink.from_env() is not None
+    no_input = options.no_input or link is not None  # a worker never prompts
     model = ensure_model(options.directory, options.model, no_input, auth_path=options.auth_path)
-    _finish(run_async(serve_foreground(dataclasses.replace(options, model=model))))
+    _finish(run_async(serve_foreground(dataclasses.replace(options, model=model), link)))
 
 
 @click.command("start")
@@ -127,8 +127,9 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
     environment = dict(os.environ)  # before any .env is loaded: every worker re-reads it
     configure_logging("debug")
     options = _options("dev", port, bind, directory=directory, **rest)
-    if no_watch or WorkerLink.from_env() is not None:
-        _serve_here(options)
+    link = WorkerLink.claim()
+    if no_watch or link is not None:
+        _serve_here(options, link)
         return
     _supervise(options, environment)
 

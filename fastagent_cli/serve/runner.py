@@ -65,9 +65,9 @@ class Outcome:
     """The signal that stopped the service; the caller re-raises it once everything is closed."""
 
 
-def _force_exit(code: int, after: float = FORCED_EXIT_S) -> None:
+def _force_exit(code: int, why: str) -> None:
     with contextlib.suppress(Exception):
-        sys.stderr.write(f"WARN  [fastagent] shutdown overran {after:g} s; exiting now\n")
+        sys.stderr.write(f"WARN  [fastagent] {why}; exiting now\n")
         sys.stderr.flush()
     os._exit(code)
 
@@ -99,7 +99,7 @@ class ShutdownSignal:
 
     def _on_signal(self, sig: int) -> None:
         if self.event.is_set():
-            _force_exit(128 + sig)
+            _force_exit(128 + sig, f"second {signal.Signals(sig).name}")
         self.signal = sig
         log.info("[fastagent] %s: shutting down", signal.Signals(sig).name)
         self.trigger(128 + sig)
@@ -112,18 +112,20 @@ class ShutdownSignal:
     def trigger(self, exit_code: int = 0) -> None:
         if self.event.is_set():
             return
-        self._timer = threading.Timer(self.forced_exit_s, _force_exit, (exit_code, self.forced_exit_s))
+        self._timer = threading.Timer(
+            self.forced_exit_s, _force_exit, (exit_code, f"shutdown overran {self.forced_exit_s:g} s")
+        )
         self._timer.daemon = True
         self._timer.start()
         self.event.set()
 
 
-async def serve_foreground(options: ServeOptions) -> Outcome:
+async def serve_foreground(options: ServeOptions, link: WorkerLink | None = None) -> Outcome:
     """Serve the agent in ``options.directory`` until told to stop. Raises the opener's errors and
-    ServeError (bind failure, channel setup, a long connection that failed)."""
+    ServeError (bind failure, channel setup, a long connection that failed). ``link``: this is a
+    dev worker (report ready to the supervisor, bind its port, stop when it goes away)."""
     stop = ShutdownSignal()
     stop.install()
-    link = WorkerLink.from_env()
     try:
         if link is not None:
             await link.open(lambda: stop.trigger(0))
@@ -188,6 +190,8 @@ def _print_startup(service: AgentService, host: str | None, port: int) -> None:
         log.info("[fastagent] %s", line)
     for warning in report.warnings:
         log.warning("[fastagent] %s", warning)
+    for line in report.serving:
+        log.info("[fastagent] %s", line)
 
 
 def _on_ready(ready: asyncio.Future[None], stop: ShutdownSignal) -> None:

@@ -34,6 +34,8 @@ class StartupReport:
     lines: list[str] = field(default_factory=list)
     """Info lines, each without the ``[fastagent] `` prefix."""
     warnings: list[str] = field(default_factory=list)
+    serving: list[str] = field(default_factory=list)
+    """Where it listens and how to try it: printed last, after any warning."""
 
 
 def _row(label: str, value: str) -> str:
@@ -86,7 +88,7 @@ def startup_report(service: AgentService, host: str | None, port: int) -> Startu
     report.lines.append(_row("routes", ", ".join(service.routes)))
     if service.channels.long_connections:
         report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
-    report.lines.append(f"http host on {describe_listen(host, port)}")
+    report.serving.append(f"http host on {describe_listen(host, port)}")
     if service.channels.builtin_invoke:
-        report.lines.append(curl_line(host, port))
+        report.serving.append(curl_line(host, port))
     return report

@@ -115,6 +115,7 @@ class DevSupervisor:
                 return 0
             if event == "change":
                 await worker.stop(self.stop_grace)
+                watcher.drain()  # edits made while it stopped are read by the next worker anyway
                 continue
             code = worker.process.returncode or 0
             worker.close()

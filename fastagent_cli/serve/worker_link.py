@@ -43,6 +43,15 @@ class WorkerLink:
         raw_port = environ.get(DEV_PORT_ENV, "")
         return cls(int(environ[DEV_IPC_FD_ENV]), int(raw_port) if raw_port.isdigit() else None)
 
+    @classmethod
+    def claim(cls) -> WorkerLink | None:
+        """:meth:`from_env`, then clear the variables so processes this worker starts (a tool
+        running ``fastagent``...) do not take themselves for a dev worker."""
+        link = cls.from_env()
+        for name in (DEV_WORKER_ENV, DEV_IPC_FD_ENV, DEV_PORT_ENV):
+            os.environ.pop(name, None)
+        return link
+
     async def open(self, on_lost: Callable[[], None]) -> None:
         """Connect, and call ``on_lost`` when the supervisor's end closes."""
         sock = socket.socket(fileno=self.fd)

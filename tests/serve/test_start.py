@@ -73,7 +73,8 @@ async def test_startup_reports_the_auth_source_and_skipped_tools(make_agent: Age
     async with ServerProcess.spawn("start", str(agent), "--port", "0", *LOCAL, env=env) as server:
         await server.port()
         assert re.search(r"INFO  \[fastagent\] auth: +OPENAI_API_KEY$", server.text, re.M), server.text
-        assert re.search(r"WARN  \[fastagent\] tools/broken\.py: SyntaxError.*\(skipped\)", server.text)
+        warning = re.search(r"WARN  \[fastagent\] tools/broken\.py: SyntaxError.*\(skipped\)", server.text)
+        assert warning, server.text  # warnings come before the "http host" line
 
 
 @pytest.mark.parametrize(
@@ -204,3 +205,53 @@ def test_missing_model_without_input_fails_fast(make_agent: AgentFactory, run_cl
     done = run_cli("start", str(make_agent(model=None)), "--no-input", "--port", "0", *LOCAL)
     assert done.returncode == 1
     assert done.stderr.startswith("Error: missing model: set --model, FASTAGENT_MODEL")
+
+
+def test_route_collision_refuses_to_start(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    route = "def channel(ctx):\n    async def h(request):\n        return None\n    return {'GET /x': h}\n"
+    agent = make_agent({"channels/a.py": route, "channels/b.py": route.replace("GET /x", "/x")})
+    done = run_cli("start", str(agent), "--port", "0", *LOCAL)
+    assert done.returncode == 1
+    assert "(0 load failure(s), 1 route collision(s))" in done.stderr
+    assert '"GET /x" (channels/a.py) and "/x" (channels/b.py) name the same route' in done.stderr
+
+
+FLAKY_CONNECTION = """
+import asyncio
+
+class Flaky:
+    name = "flaky"
+
+    def connect(self, ctx, stop):
+        async def ready():
+            {ready}
+
+        async def closed():
+            await asyncio.sleep(0.3)
+            raise ConnectionResetError("socket dropped")
+
+        class Connection:
+            pass
+
+        connection = Connection()
+        connection.ready = ready()
+        connection.closed = closed()
+        return connection
+
+channel = Flaky()
+"""
+
+
+@pytest.mark.parametrize(
+    "ready", ["return None", "await asyncio.sleep(5)"], ids=["after-ready", "before-ready"]
+)
+def test_a_long_connection_that_closes_fails_the_process(
+    make_agent: AgentFactory, run_cli: RunCli, ready: str
+) -> None:
+    agent = make_agent({"channels/flaky.py": FLAKY_CONNECTION.replace("{ready}", ready)})
+    done = run_cli("start", str(agent), "--port", "0", *LOCAL, timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "Error: long connection flaky closed unexpectedly: ConnectionResetError: socket dropped"
+    )
+    assert "Traceback" not in done.stderr
