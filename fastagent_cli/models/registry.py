@@ -123,7 +123,11 @@ class ModelRegistry:
             if not model_id:
                 raise ModelError('scripted model needs a name: "scripted/<name>"')
             return ModelInfo(provider=SCRIPTED, id=model_id, api=SCRIPTED, name=model_id, reasoning=True)
-        provider = self.providers.get(provider_name) if slash else None
+        provider = (
+            (self.providers.get(provider_name) or self.providers.get(provider_name.lower()))
+            if slash
+            else None
+        )
         if provider is not None:
             if not model_id:
                 raise ModelError(f'model spec "{spec}" names no model: use "{provider_name}/<model>"')
