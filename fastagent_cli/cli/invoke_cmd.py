@@ -66,6 +66,8 @@ def invoke(
     opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")
+    if opened.placement.hint:
+        say(opened.placement.hint)
     ok = run_async(_run(opened.agent, session or str(uuid.uuid4()), text, as_json))
     if not ok:
         raise SystemExit(1)

@@ -169,3 +169,12 @@ def test_models_lists_sorted_specs(run_cli: RunCli) -> None:
     rows = json.loads(run_cli("models", "gpt-4.1-mini", "--json").stdout)
     assert rows[0]["spec"] == "openai/gpt-4.1-mini" and rows[0]["contextWindow"] > 0
     assert rows[0]["apiKeyEnv"] == ["OPENAI_API_KEY"]
+
+
+def test_hint_when_the_parent_looks_like_the_workspace(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    agent = make_agent()
+    (agent.parent / "AGENTS.md").write_text("# repo rules\n")
+    done = run_cli("invoke", "hi", str(agent))
+    assert done.returncode == 0
+    assert f"hint: {agent.parent} has AGENTS.md" in done.stderr
+    assert "hint:" not in run_cli("invoke", "hi", str(agent.parent)).stderr
