@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fastagent_cli.engine.retry import RetryPolicy
     from fastagent_cli.errors import FastagentError
     from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
-    from fastagent_cli.serve import create_agent_service, create_invoke_handler, read_body_capped, serve
+    from fastagent_cli.serving import create_agent_service, create_invoke_handler, read_body_capped, serve
     from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
     from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
     from fastagent_cli.tools.define import define_tool, tool
@@ -96,10 +96,10 @@ _HOME: dict[str, str] = {
     "FastagentError": "errors",
     "ScriptedModel": "models.scripted",
     "ScriptedRequest": "models.scripted",
-    "create_agent_service": "serve",
-    "create_invoke_handler": "serve",
-    "read_body_capped": "serve",
-    "serve": "serve",
+    "create_agent_service": "serving",
+    "create_invoke_handler": "serving",
+    "read_body_capped": "serving",
+    "serve": "serving",
     "FileSessionStore": "sessions.store",
     "MemorySessionStore": "sessions.store",
     "Tool": "tools.base",

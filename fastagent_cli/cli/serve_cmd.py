@@ -29,9 +29,9 @@ from fastagent_cli.cli.common import (
 from fastagent_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from fastagent_cli.serve.binding import ServeOptions
-    from fastagent_cli.serve.runner import Outcome
-    from fastagent_cli.serve.worker_link import WorkerLink
+    from fastagent_cli.serving.binding import ServeOptions
+    from fastagent_cli.serving.runner import Outcome
+    from fastagent_cli.serving.worker_link import WorkerLink
 
 __all__ = ["dev", "start"]
 
@@ -58,7 +58,7 @@ def _serve_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _options(
     command: Literal["start", "dev"], port: str | None, bind: str | None, **rest: Any
 ) -> ServeOptions:
-    from fastagent_cli.serve.binding import (
+    from fastagent_cli.serving.binding import (
         ServeOptions,
         check_tunnel_bind,
         parse_bind,
@@ -95,7 +95,7 @@ def _finish(outcome: Outcome) -> None:
 
 def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
     from fastagent_cli.cli.model_picker import ensure_model
-    from fastagent_cli.serve.runner import serve_foreground
+    from fastagent_cli.serving.runner import serve_foreground
 
     no_input = options.no_input or link is not None  # a worker never prompts
     model = ensure_model(options.directory, options.model, no_input, auth_path=options.auth_path)
@@ -122,7 +122,7 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
     AGENTS.md and skills are re-read every turn, so their edits need no restart.
     """
     from fastagent_cli.logging_setup import configure_logging
-    from fastagent_cli.serve.worker_link import WorkerLink
+    from fastagent_cli.serving.worker_link import WorkerLink
 
     environment = dict(os.environ)  # before any .env is loaded: every worker re-reads it
     configure_logging("debug")
@@ -138,15 +138,15 @@ def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
     from fastagent_cli.cli.model_picker import ensure_model
     from fastagent_cli.definition.config import load_config
     from fastagent_cli.definition.placement import resolve_placement
-    from fastagent_cli.serve.binding import check_tunnel_bind
-    from fastagent_cli.serve.supervisor import DevSupervisor
+    from fastagent_cli.serving.binding import check_tunnel_bind
+    from fastagent_cli.serving.supervisor import DevSupervisor
 
     model = ensure_model(options.directory, options.model, options.no_input, auth_path=options.auth_path)
     placement = resolve_placement(options.directory)
     config = load_config(placement.config_path)
     check_tunnel_bind(options, config.http.host)
     if options.tunnel and config.session_control:
-        from fastagent_cli.serve.runner import SESSION_CONTROL_TUNNEL_WARNING
+        from fastagent_cli.serving.runner import SESSION_CONTROL_TUNNEL_WARNING
 
         logging.getLogger("fastagent.dev").warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
     supervisor = DevSupervisor(

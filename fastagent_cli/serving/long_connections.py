@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serve.channels import ChannelContext, LongConnectionChannel
+from fastagent_cli.serving.channels import ChannelContext, LongConnectionChannel
 
 __all__ = ["STOP_TIMEOUT_S", "CloseCallback", "LongConnections"]
 

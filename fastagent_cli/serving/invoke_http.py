@@ -22,9 +22,9 @@ from typing import Any
 from aiohttp import web
 
 from fastagent_cli.contract import Agent, Prompt, Scope
-from fastagent_cli.serve.body import MAX_BODY_BYTES, read_body_capped, text_response
-from fastagent_cli.serve.router import Handler
-from fastagent_cli.serve.sse import stream_events
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.router import Handler
+from fastagent_cli.serving.sse import stream_events
 
 __all__ = [
     "INVOKE_USAGE",
@@ -66,7 +66,7 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
 
 def create_invoke_handler(agent: Agent) -> Handler:
     """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
-    405 itself). Works under :func:`~fastagent_cli.serve.host.serve` or any aiohttp server."""
+    405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server."""
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:
         if request.method != "POST":

@@ -1,6 +1,6 @@
 """Run an agent service in the foreground: what ``start``, ``dev --no-watch`` and a dev worker do.
 
-Open the service (:func:`~fastagent_cli.serve.service.create_agent_service`), bind, print the
+Open the service (:func:`~fastagent_cli.serving.service.create_agent_service`), bind, print the
 startup lines, then serve until SIGINT / SIGTERM (or the dev supervisor going away, or a long
 connection closing unexpectedly). Shutdown does not drain turns (features G16): it stops the long
 connections, stops listening and force-closes every open stream at once, within
@@ -21,18 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serve.binding import (
+from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
     concrete_port,
     resolve_bind,
     resolve_port,
 )
-from fastagent_cli.serve.host import Server, serve
-from fastagent_cli.serve.service import AgentService, create_agent_service
-from fastagent_cli.serve.startup import startup_report
-from fastagent_cli.serve.tunnel import Tunnel
-from fastagent_cli.serve.worker_link import WorkerLink
+from fastagent_cli.serving.host import Server, serve
+from fastagent_cli.serving.service import AgentService, create_agent_service
+from fastagent_cli.serving.startup import startup_report
+from fastagent_cli.serving.tunnel import Tunnel
+from fastagent_cli.serving.worker_link import WorkerLink
 
 __all__ = [
     "FORCED_EXIT_S",

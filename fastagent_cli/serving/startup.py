@@ -20,8 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from fastagent_cli.errors import FastagentError
-from fastagent_cli.serve.binding import describe_listen, local_base_url
-from fastagent_cli.serve.service import INVOKE_KEY, AgentService
+from fastagent_cli.serving.binding import describe_listen, local_base_url
+from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 
 __all__ = ["StartupReport", "auth_line", "curl_line", "startup_report"]
 

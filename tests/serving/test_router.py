@@ -10,8 +10,8 @@ from aiohttp import web
 from yarl import URL
 
 from fastagent_cli.errors import ServeError
-from fastagent_cli.serve.router import Handler, RouteKey, build_router, parse_route_key
-from tests.serve.conftest import StartServer, raw_get, raw_http, split_response
+from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
+from tests.serving.conftest import StartServer, raw_get, raw_http, split_response
 
 
 def answer(label: str) -> Handler:

@@ -7,7 +7,7 @@
     ...
     await server.close()                   # stop listening, force-close open streams
 
-There is no aiohttp router: the handler (usually :func:`~fastagent_cli.serve.router.build_router`)
+There is no aiohttp router: the handler (usually :func:`~fastagent_cli.serving.router.build_router`)
 dispatches itself. The host adds what every handler needs:
 
 * an exception before the response started answers ``500 internal error``; after it started, the
@@ -28,9 +28,10 @@ import logging
 from aiohttp import web
 
 from fastagent_cli.errors import ServeError
-from fastagent_cli.serve.body import text_response
-from fastagent_cli.serve.router import Handler
-from fastagent_cli.serve.sse import abort_connection
+from fastagent_cli.serving.binding import concrete_port
+from fastagent_cli.serving.body import text_response
+from fastagent_cli.serving.router import Handler
+from fastagent_cli.serving.sse import abort_connection
 
 __all__ = ["Server", "bind_error_message", "serve"]
 
@@ -60,7 +61,8 @@ class Server:
 
     async def _start(self, port: int, host: str | None) -> int:
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        # port 0 on all interfaces: one port free on IPv4 and IPv6 alike, so ``port`` answers both
+        site = web.TCPSite(self._runner, host, concrete_port(host, port))
         try:
             await site.start()
         except OSError as exc:

@@ -23,7 +23,7 @@ import aiohttp
 
 from fastagent_cli.contract import AgentEvent
 from tests.conftest import cli_command
-from tests.serve.conftest import sse_events
+from tests.serving.conftest import sse_events
 
 HOST_LINE = re.compile(r"http host on (?:\S+?)?:(\d+)")
 

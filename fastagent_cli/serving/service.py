@@ -33,11 +33,11 @@ from pathlib import Path
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
 from fastagent_cli.engine.agent import EngineAgent
-from fastagent_cli.serve.channels import ChannelContext, LoadedChannels, load_channels
-from fastagent_cli.serve.health import HEALTH_KEY, create_health_handler
-from fastagent_cli.serve.invoke_http import create_invoke_handler
-from fastagent_cli.serve.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
-from fastagent_cli.serve.router import Handler, RouteKey, build_router, parse_route_key
+from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
+from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
+from fastagent_cli.serving.invoke_http import create_invoke_handler
+from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
+from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
 
 __all__ = ["INVOKE_KEY", "AgentService", "ChannelsSummary", "compose_routes", "create_agent_service"]
 
@@ -59,7 +59,7 @@ class ChannelsSummary:
 @dataclass(slots=True)
 class AgentService:
     handler: Handler
-    """Every route composed: give it to :func:`~fastagent_cli.serve.host.serve`."""
+    """Every route composed: give it to :func:`~fastagent_cli.serving.host.serve`."""
     agent: EngineAgent
     routes: dict[str, Handler]
     """What is served, key -> handler (for startup lines)."""

@@ -10,7 +10,7 @@ import time
 import aiohttp
 
 from tests.conftest import AgentFactory
-from tests.serve.serving_proc import ServerProcess, get
+from tests.serving.serving_proc import ServerProcess, get
 
 SLOW_SCRIPT = {"steps": [{"text": "too late", "delayMs": 60_000}]}
 LOCAL = ("--port", "0", "--bind", "127.0.0.1")

@@ -13,7 +13,7 @@ files and ``__init__.py`` are not channels). A module's ``channel`` attribute is
 
 * a **long connection**: an object with a string ``name`` and ``connect(ctx, stop)`` returning an
   object with ``ready`` and ``closed`` awaitables (``stop`` is an :class:`asyncio.Event`, the only
-  shutdown command; see :mod:`fastagent_cli.serve.long_connections`).
+  shutdown command; see :mod:`fastagent_cli.serving.long_connections`).
 
 ``ctx`` is a :class:`ChannelContext` (the agent, and the absolute state root: a channel keeps its
 state under ``<state_root>/channels/<kind>/``). Loading collects every per-file failure and every
@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fastagent_cli.contract import Agent
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serve.router import Handler, RouteKey, find_collisions, parse_route_key
+from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
 
 __all__ = [
     "CHANNELS_DIR",

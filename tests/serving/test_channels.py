@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from fastagent_cli.errors import ServeError
-from fastagent_cli.serve.channels import ChannelContext, LoadedChannels, load_channels
-from tests.serve.conftest import FakeAgent
+from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
+from tests.serving.conftest import FakeAgent
 
 ROUTE = """
 from aiohttp import web

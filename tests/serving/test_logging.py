@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from fastagent_cli.logging_setup import configure_logging
-from fastagent_cli.serve.invoke_http import create_invoke_handler
-from tests.serve.conftest import SlowTool, StartServer, real_agent, slow_tool_script
+from fastagent_cli.serving.invoke_http import create_invoke_handler
+from tests.serving.conftest import SlowTool, StartServer, real_agent, slow_tool_script
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 ::
 
-    from fastagent_cli.serve import read_body_capped, text_response
+    from fastagent_cli.serving import read_body_capped, text_response
 
     async def webhook(request):
         raw = await read_body_capped(request, 1 << 20)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from fastagent_cli.serve.body import text_response
-from fastagent_cli.serve.router import Handler
+from fastagent_cli.serving.body import text_response
+from fastagent_cli.serving.router import Handler
 
 __all__ = ["HEALTH_KEY", "create_health_handler"]
 

@@ -35,7 +35,7 @@ from typing import TypeAlias
 from aiohttp import web
 
 from fastagent_cli.errors import ServeError
-from fastagent_cli.serve.body import text_response
+from fastagent_cli.serving.body import text_response
 
 __all__ = [
     "Handler",

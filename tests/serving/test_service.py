@@ -13,8 +13,8 @@ import pytest
 
 from fastagent_cli.contract import Completed, Text
 from fastagent_cli.errors import ModelError, ServeError
-from fastagent_cli.serve.service import create_agent_service
-from tests.serve.conftest import StartServer, sse_events
+from fastagent_cli.serving.service import create_agent_service
+from tests.serving.conftest import StartServer, sse_events
 
 MakeAgent = Callable[..., Path]
 

@@ -16,8 +16,8 @@ from fastagent_cli.assembly import create_agent
 from fastagent_cli.contract import AgentEvent, Prompt, Scope, event_from_wire
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.models.scripted import ScriptedModel
-from fastagent_cli.serve.host import Server, serve
-from fastagent_cli.serve.router import Handler
+from fastagent_cli.serving.host import Server, serve
+from fastagent_cli.serving.router import Handler
 from fastagent_cli.sessions.store import FileSessionStore
 from fastagent_cli.tools.define import tool
 

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from fastagent_cli.errors import ConfigError, UsageError
-from fastagent_cli.serve.binding import (
+from fastagent_cli.serving.binding import (
     DEFAULT_PORT,
     ServeOptions,
     check_tunnel_bind,
@@ -22,8 +22,8 @@ from fastagent_cli.serve.binding import (
     resolve_port,
 )
 from tests.conftest import AgentFactory, RunCli
-from tests.serve.conftest import sse_events
-from tests.serve.serving_proc import ServerProcess, answer, free_port, get, invoke
+from tests.serving.conftest import sse_events
+from tests.serving.serving_proc import ServerProcess, answer, free_port, get, invoke
 
 LOCAL = ("--bind", "127.0.0.1")
 

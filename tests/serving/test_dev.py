@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import AgentFactory, RunCli
-from tests.serve.serving_proc import ServerProcess, answer, get, invoke
+from tests.serving.serving_proc import ServerProcess, answer, get, invoke
 
 # A scripted model (``scripted/model:reply``) that shows what the worker is running with.
 MODEL = """

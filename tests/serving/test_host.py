@@ -12,9 +12,9 @@ from aiohttp import web
 
 import fastagent_cli
 from fastagent_cli.errors import ServeError
-from fastagent_cli.serve.host import serve
-from fastagent_cli.serve.router import build_router
-from tests.serve.conftest import StartServer
+from fastagent_cli.serving.host import serve
+from fastagent_cli.serving.router import build_router
+from tests.serving.conftest import StartServer
 
 
 async def ok(request: web.BaseRequest) -> web.StreamResponse:
@@ -130,14 +130,17 @@ async def test_close_all_connections_cuts_idle_keepalive_connections(http: aioht
         await server.close()
 
 
-async def test_the_public_serve_name_works_even_after_the_package_is_imported() -> None:
-    importlib.import_module("fastagent_cli.serve.host")  # sets fastagent_cli.serve to the package
-    public_serve = fastagent_cli.serve
-    server = public_serve(ok, port=0, host="127.0.0.1")
+async def test_the_public_api_names_the_serving_functions() -> None:
+    importlib.import_module("fastagent_cli.serving.host")
+    from fastagent_cli import create_agent_service, create_invoke_handler, read_body_capped, serve
+    from fastagent_cli.serving import host, invoke_http, service
+
+    assert serve is host.serve and fastagent_cli.serve is host.serve
+    server = serve(ok, port=0, host="127.0.0.1")
     try:
         assert await server.listening > 0
     finally:
         await server.close()
-    from fastagent_cli import create_agent_service, create_invoke_handler, read_body_capped
-
-    assert callable(create_agent_service) and callable(create_invoke_handler) and callable(read_body_capped)
+    assert create_agent_service is service.create_agent_service
+    assert create_invoke_handler is invoke_http.create_invoke_handler
+    assert callable(read_body_capped)

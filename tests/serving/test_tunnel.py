@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fastagent_cli.serve.tunnel import Tunnel, find_tunnel_url
+from fastagent_cli.serving.tunnel import Tunnel, find_tunnel_url
 from tests.conftest import AgentFactory, RunCli
-from tests.serve.serving_proc import ServerProcess, get
+from tests.serving.serving_proc import ServerProcess, get
 
 URL = "https://fake-tunnel-123.trycloudflare.com"
 

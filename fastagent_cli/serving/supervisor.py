@@ -4,10 +4,10 @@ code edits (features R1-R5).
 * The worker is this CLI again (``dev`` with the same options, ``FASTAGENT_DEV_WORKER=1``), in its
   own process group with the environment ``dev`` started with (so an edited ``.env`` is re-read,
   never shadowed by the supervisor's copy). It reports ``ready`` over an inherited socket
-  (:mod:`~fastagent_cli.serve.worker_link`).
+  (:mod:`~fastagent_cli.serving.worker_link`).
 * The port is stable: once the first worker has bound (``--port 0`` included), every later worker
   is told to bind that port, and is spawned only after the previous one has exited.
-* A code edit (:mod:`~fastagent_cli.serve.watch`) stops the worker (SIGTERM, SIGKILL to its group
+* A code edit (:mod:`~fastagent_cli.serving.watch`) stops the worker (SIGTERM, SIGKILL to its group
   after :data:`STOP_GRACE_S`) and spawns a new one.
 * A worker that fails before any worker ever served ends ``dev`` with its exit code; after one
   has served, a failure is reported and ``dev`` waits for the next save.
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.serve.runner import Outcome, ShutdownSignal
-from fastagent_cli.serve.tunnel import Tunnel
-from fastagent_cli.serve.watch import CodeWatcher, watching_line
-from fastagent_cli.serve.worker_link import DEV_IPC_FD_ENV, DEV_PORT_ENV, DEV_WORKER_ENV, read_ready
+from fastagent_cli.serving.runner import Outcome, ShutdownSignal
+from fastagent_cli.serving.tunnel import Tunnel
+from fastagent_cli.serving.watch import CodeWatcher, watching_line
+from fastagent_cli.serving.worker_link import DEV_IPC_FD_ENV, DEV_PORT_ENV, DEV_WORKER_ENV, read_ready
 
 __all__ = ["STOP_GRACE_S", "DevSupervisor", "cli_command"]
 

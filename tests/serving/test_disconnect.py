@@ -10,10 +10,10 @@ import aiohttp
 from aiohttp import web
 
 from fastagent_cli.contract import Completed, Text, ToolStarted, event_from_wire
-from fastagent_cli.serve.host import serve
-from fastagent_cli.serve.invoke_http import create_invoke_handler
+from fastagent_cli.serving.host import serve
+from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.sessions.store import FileSessionStore
-from tests.serve.conftest import (
+from tests.serving.conftest import (
     FakeAgent,
     SlowTool,
     StartServer,

@@ -13,11 +13,11 @@ import pytest
 
 from fastagent_cli.contract import Completed, Failed, Scope, Text, ToolEnded, ToolStarted
 from fastagent_cli.models.scripted import ScriptedModel
-from fastagent_cli.serve import sse
-from fastagent_cli.serve.body import MAX_BODY_BYTES
-from fastagent_cli.serve.invoke_http import create_invoke_handler
-from fastagent_cli.serve.router import build_router
-from tests.serve.conftest import FakeAgent, SlowTool, StartServer, real_agent, slow_tool_script, sse_events
+from fastagent_cli.serving import sse
+from fastagent_cli.serving.body import MAX_BODY_BYTES
+from fastagent_cli.serving.invoke_http import create_invoke_handler
+from fastagent_cli.serving.router import build_router
+from tests.serving.conftest import FakeAgent, SlowTool, StartServer, real_agent, slow_tool_script, sse_events
 
 
 async def test_a_turn_streams_as_sse_with_the_standard_headers(
