@@ -181,13 +181,13 @@ class ScriptedModel:
         )
         if rule is None:
             raise ProviderError(f"scripted: 400 no rule matches {text[:80]!r}", status=400)
-        fingerprint = hashlib.sha1(
-            json.dumps(request.messages, sort_keys=True, default=str).encode()
-        ).hexdigest()
+        fingerprint: str | None = None
         answered = 0
         for index, step in enumerate(rule.steps):
             error = step.get("error")
             if isinstance(error, Mapping):
+                if fingerprint is None:  # only scripts with error steps pay for it
+                    fingerprint = _fingerprint(request.messages)
                 key = (fingerprint, rule_index, index)
                 if answered == round_ and self._served.get(key, 0) < int(error.get("times", 1)):
                     self._served[key] = self._served.get(key, 0) + 1
@@ -227,8 +227,23 @@ def _chunks(text: str, size: int) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text) or [text]
 
 
+def _fingerprint(messages: Sequence[Message]) -> str:
+    """Which conversation a request belongs to (a retry sends the same messages)."""
+    return hashlib.sha1(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _estimate(request: ModelRequest) -> int:
-    return (len(request.system) + len(json.dumps(request.messages, default=str))) // 4
+    """Input tokens, estimated at four characters a token."""
+    chars = len(request.system)
+    for message in request.messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+            continue
+        for block in content or []:
+            text = block.get("text") or block.get("thinking") or ""
+            chars += len(text) if isinstance(text, str) else 64
+    return chars // 4
 
 
 def _normalise_step(step: Any) -> Mapping[str, Any]:
