@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.encoding import encode_session_id
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
+from fastagent_cli.sessions.parsed import ParsedFiles
 from fastagent_cli.sessions.record import SessionRecord, new_header
 from fastagent_cli.state.atomic import dumps_line
 
@@ -33,7 +34,7 @@ __all__ = ["FileSessionStore", "Inheritance", "MemorySessionStore", "Release", "
 Release = Callable[[], None]
 
 _THREAD_THRESHOLD = 256 * 1024
-"""Records larger than this are read in a worker thread, off the event loop."""
+"""When more than this is unread in a record, it is parsed in a worker thread, off the loop."""
 
 
 class SessionStore(Protocol):
@@ -89,6 +90,7 @@ class FileSessionStore:
         path = Path(os.path.expanduser(os.fspath(directory)))
         self.directory = path if path.is_absolute() else base / path
         self.cwd = str(base)
+        self._parsed = ParsedFiles()
 
     def path_for(self, session: str) -> Path:
         return self.directory / f"{encode_session_id(session)}.jsonl"
@@ -111,13 +113,13 @@ class FileSessionStore:
     async def open_if_exists(self, session: str) -> SessionRecord | None:
         path = self.path_for(session)
         try:
-            size = path.stat().st_size
+            if self._parsed.pending_bytes(path) > _THREAD_THRESHOLD:
+                lines = await asyncio.to_thread(self._parsed.read, path)
+            else:
+                lines = self._parsed.read(path)
         except FileNotFoundError:
+            self._parsed.forget(path)
             return None
-        if size > _THREAD_THRESHOLD:
-            lines = await asyncio.to_thread(_read_lines, path)
-        else:
-            lines = _read_lines(path)
         if not lines or lines[0].get("type") != "session":
             raise SessionError(f"{path} is not a session record (no header line)")
         record = SessionRecord(session, lines[0], lines[1:], sink=lambda e: _append(path, e))
@@ -163,19 +165,16 @@ class FileSessionStore:
         return sorted(p for p in self.directory.glob("s*.jsonl"))
 
 
-def _read_lines(path: Path) -> list[dict[str, Any]]:
-    from fastagent_cli.state.atomic import read_jsonl
-
-    return list(read_jsonl(path))
-
-
 def _append(path: Path, entries: Sequence[dict[str, Any]]) -> None:
     payload = "".join(dumps_line(e) + "\n" for e in entries).encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
     except FileNotFoundError as exc:
         raise SessionError(f"session record {path} was deleted during the turn") from exc
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # after a torn last line (a crash), start on a line of our own
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]

@@ -170,3 +170,41 @@ async def test_concurrent_creators_publish_one_record(tmp_path: Path) -> None:
     ids = {p.communicate()[0].strip() for p in procs}
     assert len(ids) == 1
     assert len(os.listdir(tmp_path)) == 1
+
+
+async def test_appends_after_a_torn_line_start_on_their_own_line(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    await store.open_or_create("torn2")
+    with open(store.path_for("torn2"), "a") as fh:
+        fh.write('{"type":"message","id":"dead"')  # a crash mid-write
+    fresh = FileSessionStore(tmp_path, tmp_path)
+    record = await fresh.open_if_exists("torn2")
+    assert record is not None
+    record.append("label", targetId="x", label="after the crash")
+    reopened = await FileSessionStore(tmp_path, tmp_path).open_if_exists("torn2")
+    assert reopened is not None
+    assert [e.get("label") for e in reopened.entries] == ["after the crash"]
+
+
+async def test_reads_are_incremental_and_see_other_writers(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    record = await store.open_or_create("inc")
+    record.append("label", targetId="a", label="mine")
+    other = FileSessionStore(tmp_path, tmp_path)  # another process's view of the same file
+    theirs = await other.open_if_exists("inc")
+    assert theirs is not None
+    theirs.append("label", targetId="b", label="theirs")
+    path = store.path_for("inc")
+    with open(path, "a") as fh:
+        fh.write('{"type":"label","id":"half","parentId":null,"timestamp":"t","label":"hal')
+    seen = await store.open_if_exists("inc")
+    assert seen is not None and [e["label"] for e in seen.entries] == ["mine", "theirs"]
+    with open(path, "a") as fh:
+        fh.write('f"}\n')  # the writer finishes its line
+    seen = await store.open_if_exists("inc")
+    assert seen is not None and [e["label"] for e in seen.entries] == ["mine", "theirs", "half"]
+    replacement = path.with_suffix(".new")
+    replacement.write_text(path.read_text().splitlines()[0] + "\n")
+    os.replace(replacement, path)  # a new file (new inode) is parsed from the start
+    seen = await store.open_if_exists("inc")
+    assert seen is not None and seen.entries == []

@@ -1,0 +1,85 @@
+"""Parsed session files, read incrementally.
+
+A record is append-only JSONL, so once a file has been parsed only the bytes appended since need
+reading: the cache remembers, per path, the inode and the offset just past the last complete line,
+and the next read parses from there. Every read starts with a ``stat``, so appends by another
+process are seen at once, and a replaced or shortened file is parsed again from the start. Nothing
+but parsed lines is kept, for the ``capacity`` most recently used files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ParsedFiles"]
+
+
+@dataclass(slots=True)
+class _Parsed:
+    device: int
+    inode: int
+    offset: int = 0
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ParsedFiles:
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Path, _Parsed] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def pending_bytes(self, path: Path) -> int:
+        """How much a :meth:`read` would parse now (to decide whether to read off the loop)."""
+        size = path.stat().st_size
+        with self._lock:
+            cached = self._items.get(path)
+        return size - cached.offset if cached is not None and cached.offset <= size else size
+
+    def read(self, path: Path) -> list[dict[str, Any]]:
+        """The file's JSON objects (blank, malformed and torn lines skipped), as a new list."""
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            with self._lock:
+                cached = self._items.get(path)
+            if (
+                cached is None
+                or (cached.device, cached.inode) != (st.st_dev, st.st_ino)
+                or st.st_size < cached.offset
+            ):
+                cached = _Parsed(st.st_dev, st.st_ino)
+            fh.seek(cached.offset)
+            data = fh.read()
+        complete = data.rfind(b"\n") + 1  # a last line without its newline is not finished yet
+        fresh = _parse(data[:complete])
+        with self._lock:
+            cached.lines.extend(fresh)
+            cached.offset += complete
+            self._items[path] = cached
+            self._items.move_to_end(path)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return list(cached.lines)
+
+    def forget(self, path: Path) -> None:
+        with self._lock:
+            self._items.pop(path, None)
+
+
+def _parse(data: bytes) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
