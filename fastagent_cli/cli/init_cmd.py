@@ -59,7 +59,7 @@ def init(directory: str, minimal: bool, agent_dir: str | None, flat: bool, model
     suffix = "" if target == "." else f" {target}"
     click.echo("Next:")
     if model is None:
-        click.echo(f'  fastagent invoke "hello"{suffix} --model scripted/echo   # offline, no key needed')
+        click.echo(f'  fastagent invoke "hello"{suffix} --model scripted/demo   # offline, no key needed')
         config = _shown(result.agent_dir / "fastagent.toml")
         click.echo(f'  set model = "provider/model" in {config} (`fastagent models` lists them)')
     else:

@@ -32,6 +32,7 @@ _TEMPLATES = {
     "persona.md": "persona.md",
     "skills/writing-great-skills/SKILL.md": "skills/writing-great-skills/SKILL.md",
     "tools/fetch_url.py": "tools/fetch_url.py",
+    "scripts/demo.json": "scripts/demo.json",
     CONFIG_NAME: CONFIG_NAME,
     ".gitignore": "gitignore",
     ".env.example": "env.example",

@@ -19,6 +19,7 @@ FULL = [
     ".gitignore",
     "fastagent.toml",
     "persona.md",
+    "scripts/demo.json",
     "skills/writing-great-skills/SKILL.md",
     "tools/fetch_url.py",
 ]
@@ -32,10 +33,13 @@ def test_init_then_invoke_works_at_once(tmp_path: Path, run_cli: RunCli) -> None
     done = run_cli("init", "demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Created an agent in demo/fastagent (workspace demo):" in done.stdout
-    assert 'fastagent invoke "hello" demo --model scripted/echo' in done.stdout
+    assert 'fastagent invoke "hello" demo --model scripted/demo' in done.stdout
     assert _tree(tmp_path / "demo") == [f"fastagent/{rel}" for rel in FULL]
     answer = run_cli("invoke", "hi", "demo", "--model", "scripted/echo", cwd=tmp_path)
     assert (answer.returncode, answer.stdout) == (0, "echo: hi\n"), answer.stderr
+    demo = run_cli("invoke", "hello", "demo", "--model", "scripted/demo", cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    assert demo.stdout.startswith("Hello! I am **scripted/demo**") and "[tool] bash" in demo.stderr
     info = json.loads(run_cli("info", "demo", "--json", cwd=tmp_path).stdout)
     assert [s["name"] for s in info["skills"]] == ["writing-great-skills"]
     assert info["diagnostics"] == [] and info["toolFailures"] == [] and info["toolCollisions"] == []
