@@ -25,6 +25,7 @@ from fastagent_cli.definition.dotenv import load_dotenv
 from fastagent_cli.definition.live_tools import LiveTools
 from fastagent_cli.definition.placement import Placement, resolve_placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
+from fastagent_cli.definition.report import report_findings, startup_lines
 from fastagent_cli.definition.skills import Skill
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure, ToolSet, assemble_tools
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
@@ -296,7 +297,7 @@ class OpenedAgent:
 
     def diagnostics(self) -> list[str]:
         """Every finding worth a warning line: tools, skills, context files, MCP servers."""
-        return report_findings(self.surface, self.definition())
+        return report_findings(self.surface, self.definition())  # see definition/report.py
 
     def startup_lines(self) -> list[str]:
         """What a serving command prints when it starts (``agent:``, ``workspace:``, ...)."""
@@ -337,46 +338,6 @@ def open_agent_dir(
         surface.live,
     )
     return OpenedAgent(agent, surface, surface.model_spec, surface.model_source)
-
-
-def report_findings(surface: AgentSurface, definition: LoadedDefinition) -> list[str]:
-    lines = [c.message for c in surface.toolset.collisions]
-    lines += [f.message for f in surface.toolset.failures]
-    lines += list(surface.toolset.warnings)
-    if surface.toolset.error:
-        lines.append(surface.toolset.error)
-    lines += [f"{d.path}: {d.message}" for d in definition.diagnostics]
-    lines += [f"{c.loser_path}: {c.message} (kept {c.winner_path})" for c in definition.collisions]
-    lines += list(definition.warnings)
-    lines += [c.message for c in surface.live.collisions]
-    lines += surface.live.diagnostics()
-    return lines
-
-
-def startup_lines(
-    surface: AgentSurface, definition: LoadedDefinition, model_spec: str | None, model_source: str | None
-) -> list[str]:
-    def row(label: str, value: str) -> str:
-        return f"{label + ':':<11}{value}"
-
-    tools = surface.live.mounted()
-    listed = [t.name for t in tools if not t.deferred]
-    deferred = [t.name for t in tools if t.deferred]
-    lines = [row("agent", str(surface.agent_dir)), row("workspace", str(surface.workspace))]
-    if surface.placement.hint:
-        lines.append(surface.placement.hint)
-    lines.append(row("config", str(surface.placement.config_path)))
-    lines.append(row("model", f"{model_spec} (from {model_source})" if model_spec else "(not set)"))
-    lines.append(row("persona", "persona.md" if definition.persona is not None else "(default identity)"))
-    lines.append(row("context", ", ".join(str(f.path) for f in definition.context_files) or "(none)"))
-    lines.append(row("skills", ", ".join(s.name for s in definition.skills) or "(none)"))
-    lines.append(row("tools", ", ".join(listed) or "(none)"))
-    if deferred:
-        lines.append(row("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
-    if surface.config.mcp_servers:
-        lines.append(row("mcp", ", ".join(surface.config.mcp_servers)))
-    lines += [f"warn: {line}" for line in report_findings(surface, definition)]
-    return lines
 
 
 def _auth_path(flag: str | None, state_root: Path, workspace: Path) -> Path:

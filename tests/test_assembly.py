@@ -18,7 +18,7 @@ from fastagent_cli.errors import ConfigError, ModelError
 from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult, text_result
 from fastagent_cli.tools.define import define_tool
-from tests.conftest import RunCli
+from tests.conftest import AgentFactory, RunCli
 from tests.definition.fixture_agent import PERSONA, build_fixture_agent, recorded
 
 
@@ -213,3 +213,12 @@ def test_a_configured_mcp_server_serves_the_directory_agent(tmp_path: Path, run_
     ended = next(e for e in events if e["type"] == "tool_ended")
     assert (ended["isError"], ended["content"][0]["text"]) == (False, "5")
     assert events[-1]["type"] == "completed"
+
+
+def test_reserved_settings_are_reported_not_claimed(make_agent: AgentFactory) -> None:
+    agent = make_agent(config="self_schedule = true\nsession_control = true\n")
+    opened = open_agent_dir(agent)
+    findings = opened.diagnostics()
+    assert any(f.startswith("self_schedule = true: self-scheduling") for f in findings)
+    assert any(f.startswith("session_control = true: the session control plane") for f in findings)
+    assert any(line.startswith("warn: self_schedule = true") for line in opened.startup_lines())
