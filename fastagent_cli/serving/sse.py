@@ -79,6 +79,8 @@ async def stream_events(request: web.BaseRequest, events: AsyncIterator[AgentEve
         if not task.done():
             task.cancel()
             await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieve it now: the handler may be cancelled before _finish looks
     return await _finish(request, response, task)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from pathlib import Path
 
@@ -118,3 +119,38 @@ async def test_server_close_cancels_open_streams_promptly() -> None:
     assert elapsed < 2.0
     for agent in agents:
         assert agent.cancelled.is_set() and agent.closed.is_set()
+
+
+async def test_a_client_leaving_a_fast_stream_leaves_no_unretrieved_task_error() -> None:
+    """The writer fails on the closed transport while the handler is being cancelled: that failure
+    must be consumed, never logged as 'Task exception was never retrieved'."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    script: list[object] = []
+    for i in range(400):
+        script += [Text(f"chunk {i} " * 50), 0.0]
+    agent = FakeAgent([*script, Completed()])  # type: ignore[list-item]
+    server = serve(create_invoke_handler(agent), port=0, host="127.0.0.1")
+    try:
+        port = await server.listening
+        for _ in range(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            body = b'{"session":"s","text":"x"}'
+            writer.write(
+                b"POST /invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+            await asyncio.wait_for(reader.readuntil(b"chunk 3"), 10)
+            writer.close()  # leave mid-stream, like `curl ... | head`
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        await server.close()
+        loop.set_exception_handler(previous)
+    assert [c.get("message") for c in reported] == []
