@@ -3,8 +3,9 @@
 A record is append-only JSONL, so once a file has been parsed only the bytes appended since need
 reading: the cache remembers, per path, the inode and the offset just past the last complete line,
 and the next read parses from there. Every read starts with a ``stat``, so appends by another
-process are seen at once, and a replaced or shortened file is parsed again from the start. Nothing
-but parsed lines is kept, for the ``capacity`` most recently used files.
+process are seen at once, and a replaced or shortened file is parsed again from the start. Only
+the most recently used files are kept, within ``max_bytes`` of JSONL (parsed lines take a few times
+that in memory); a file larger than the budget is simply parsed whole each time.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ class _Parsed:
 
 
 class ParsedFiles:
-    def __init__(self, capacity: int = 256) -> None:
-        self.capacity = capacity
+    def __init__(self, max_bytes: int = 4 << 20) -> None:
+        self.max_bytes = max_bytes
         self._items: OrderedDict[Path, _Parsed] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def pending_bytes(self, path: Path) -> int:
@@ -59,16 +61,24 @@ class ParsedFiles:
         fresh = _parse(data[:complete])
         with self._lock:
             cached.lines.extend(fresh)
+            previous = self._items.pop(path, None)
+            self._bytes -= previous.offset if previous is not None else 0
             cached.offset += complete
             self._items[path] = cached
-            self._items.move_to_end(path)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            self._bytes += cached.offset
+            while self._bytes > self.max_bytes and self._items:
+                _, evicted = self._items.popitem(last=False)
+                self._bytes -= evicted.offset
             return list(cached.lines)
 
     def forget(self, path: Path) -> None:
         with self._lock:
-            self._items.pop(path, None)
+            evicted = self._items.pop(path, None)
+            self._bytes -= evicted.offset if evicted is not None else 0
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._bytes
 
 
 def _parse(data: bytes) -> list[dict[str, Any]]:

@@ -208,3 +208,21 @@ async def test_reads_are_incremental_and_see_other_writers(tmp_path: Path) -> No
     os.replace(replacement, path)  # a new file (new inode) is parsed from the start
     seen = await store.open_if_exists("inc")
     assert seen is not None and seen.entries == []
+
+
+def test_the_parse_cache_keeps_within_its_byte_budget(tmp_path: Path) -> None:
+    from fastagent_cli.sessions.parsed import ParsedFiles
+
+    parsed = ParsedFiles(max_bytes=1000)
+    files = []
+    for i in range(5):
+        path = tmp_path / f"f{i}.jsonl"
+        path.write_text(json.dumps({"n": i, "pad": "x" * 300}) + "\n")
+        files.append(path)
+        assert parsed.read(path)[0]["n"] == i
+        assert parsed.cached_bytes <= 1000
+    big = tmp_path / "big.jsonl"
+    big.write_text(json.dumps({"pad": "y" * 5000}) + "\n")
+    assert parsed.read(big)[0]["pad"] == "y" * 5000  # too big to keep, still read correctly
+    assert parsed.cached_bytes <= 1000
+    assert parsed.read(files[0])[0]["n"] == 0
