@@ -10,13 +10,14 @@ that in memory); a file larger than the budget is simply parsed whole each time.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from fastagent_cli.state.atomic import parse_jsonl
 
 __all__ = ["ParsedFiles"]
 
@@ -58,7 +59,7 @@ class ParsedFiles:
             fh.seek(cached.offset)
             data = fh.read()
         complete = data.rfind(b"\n") + 1  # a last line without its newline is not finished yet
-        fresh = _parse(data[:complete])
+        fresh = parse_jsonl(data[:complete])
         with self._lock:
             cached.lines.extend(fresh)
             previous = self._items.pop(path, None)
@@ -79,17 +80,3 @@ class ParsedFiles:
     @property
     def cached_bytes(self) -> int:
         return self._bytes
-
-
-def _parse(data: bytes) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out

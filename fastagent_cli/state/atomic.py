@@ -20,6 +20,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "dumps_line",
+    "parse_jsonl",
     "read_json",
     "read_jsonl",
 ]
@@ -83,13 +84,10 @@ def append_jsonl(path: str | os.PathLike[str], records: Iterable[Any], *, fsync:
         os.close(fd)
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of a JSONL file, skipping blank and malformed lines.
-
-    A line cut short by a crash (no trailing newline, or not valid JSON) is ignored.
-    """
-    with open(path, "rb") as fh:
-        data = fh.read()
+def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of JSONL bytes, skipping blank and malformed lines (a line cut short by a
+    crash is not valid JSON, so it is skipped too)."""
+    out: list[dict[str, Any]] = []
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
@@ -98,7 +96,15 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(obj, dict):
-            yield obj
+            out.append(obj)
+    return out
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Yield the JSON objects of a JSONL file; a torn last line is ignored."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    yield from parse_jsonl(data)
 
 
 def _fsync_dir(directory: Path) -> None:

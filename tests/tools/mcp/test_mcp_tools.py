@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fastagent_cli.assembly import create_agent
-from fastagent_cli.contract import AgentEvent, Completed, ToolEnded
+from fastagent_cli.contract import AgentEvent, Completed, ToolEnded, ToolStarted
 from fastagent_cli.definition.config import McpServerConfig
 from fastagent_cli.models.scripted import ScriptedModel
 from fastagent_cli.tools.base import Tool, ToolContext
@@ -110,7 +110,10 @@ async def test_the_scripted_model_calls_mcp_tools_through_the_engine(make_source
     agent = create_agent(model=model, tools=tools)
     events = await drain(agent.invoke("s", "add them"))
     assert isinstance(events[-1], Completed)
-    added, refused = tool_ends(events)
+    # the two calls run concurrently, so they may end in either order: match them by call id
+    names = {e.id: e.name for e in events if isinstance(e, ToolStarted)}
+    ended = {names[e.id]: e for e in tool_ends(events)}
+    added, refused = ended["demo__add"], ended["demo__refuse"]
     assert (added.is_error, added.content) == (False, [{"type": "text", "text": "42"}])
     assert refused.is_error and "refused: no" in refused.content[0]["text"]
 
