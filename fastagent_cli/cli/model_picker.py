@@ -143,6 +143,8 @@ def ensure_model(
     picker saved its choice in ``fastagent.toml`` (so the config is its source), or the chosen
     spec when the file could not be edited safely (a hint says what to add).
     """
+    if model_flag:
+        return model_flag  # the flag names the model: nothing to read or ask
     from fastagent_cli.assembly import MISSING_MODEL, resolve_model_spec
     from fastagent_cli.auth.paths import resolve_auth_path
     from fastagent_cli.definition.config import load_config

@@ -24,7 +24,6 @@ from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
-    concrete_port,
     resolve_bind,
     resolve_port,
 )
@@ -157,9 +156,7 @@ async def _serve(
         check_tunnel_bind(options, config.http.host)
         pinned = link.port if link is not None else None
         port = pinned if pinned is not None else resolve_port(options, config.http.port)
-        server = serve(
-            service.handler, port=concrete_port(host, port), host=host, close_timeout=_HANDLER_GRACE_S
-        )
+        server = serve(service.handler, port=port, host=host, close_timeout=_HANDLER_GRACE_S)
         bound = await server.listening
     except BaseException:
         await _close_quietly(service.close(_CONNECTION_STOP_S))
