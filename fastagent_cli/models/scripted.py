@@ -92,11 +92,36 @@ class ScriptedModel:
 
     rules: list[_Rule] = field(default_factory=list)
     responder: Responder | None = None
+    path: Path | None = None
+    """The script file, re-read when it changes (so a running chat or server follows edits)."""
+    _stamp: tuple[int, int] | None = None
     _served: dict[tuple[str, int, int], int] = field(default_factory=dict)
 
     @classmethod
     def from_script(cls, script: Any, source: str = "script") -> ScriptedModel:
         return cls(rules=_parse_script(script, source))
+
+    @classmethod
+    def from_file(cls, path: Path) -> ScriptedModel:
+        model = cls(path=path)
+        model._reload()
+        return model
+
+    def _reload(self) -> None:
+        assert self.path is not None
+        try:
+            st = self.path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            if stamp == self._stamp:
+                return
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{self.path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        except OSError as exc:
+            raise ModelError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        self.rules = _parse_script(doc, str(self.path))
+        self._stamp = stamp
+        self._served.clear()
 
     @classmethod
     def from_callable(cls, fn: Responder) -> ScriptedModel:
@@ -175,6 +200,8 @@ class ScriptedModel:
             if inspect.isawaitable(result):
                 result = await result
             return _normalise_step(result)
+        if self.path is not None:
+            self._reload()
         rule_index, rule = next(
             ((i, r) for i, r in enumerate(self.rules) if r.match is None or r.match.search(text)),
             (-1, None),
@@ -317,11 +344,7 @@ def load_scripted(name: str, base_dir: Path | None) -> ScriptedModel:
     for candidate in candidates:
         path = candidate if candidate.is_absolute() else base / candidate
         if path.is_file():
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ModelError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-            return ScriptedModel.from_script(doc, str(path))
+            return ScriptedModel.from_file(path)
     looked = ", ".join(str(c if c.is_absolute() else base / c) for c in candidates)
     raise ModelError(
         f'scripted model "{name}": no script found (looked for {looked}); built-in: {", ".join(BUILTINS)}'
