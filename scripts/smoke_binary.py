@@ -1,0 +1,280 @@
+"""Smoke-test a built fastagent binary the way a user meets it (run by scripts/build-binary.sh).
+
+    python scripts/smoke_binary.py build/dist/onedir/fastagent/fastagent
+
+Everything runs from the binary, offline: ``--version``; ``init`` (full and ``--minimal``);
+``invoke`` on the scripted demo, whose script makes a real ``bash`` tool call; ``info --json``;
+``tool`` on a user tool that imports standard-library and bundled third-party modules; a tool of
+an MCP stdio server; ``start`` answering ``GET /health`` and one ``POST /invoke``; and ``chat``
+in a pseudo-terminal. Prints one line per check; exits 1 naming the first failure.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import queue
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MCP_SERVER = ROOT / "tests" / "tools" / "mcp" / "mcp_test_server.py"
+
+# A user tool that imports what a normal Python can: the binary must carry the standard library
+# and the third-party packages it lists in the README.
+PROBE_TOOL = '''
+from fastagent_cli import tool
+
+
+@tool
+def stdlib_probe() -> dict:
+    """Import standard-library and bundled modules and use a few of them."""
+    import csv, ctypes, decimal, email.mime.text, io, sqlite3, statistics, xml.etree.ElementTree as ET
+    import zoneinfo, ssl, hashlib, tarfile, zipfile, uuid, wave, curses, readline, dbm, lzma, bz2
+    import aiohttp, httpx, pydantic, rich, croniter, click, prompt_toolkit
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create table t (x)")
+    db.execute("insert into t values (42)")
+    rows = io.StringIO()
+    csv.writer(rows).writerow(["a", "b"])
+    return {
+        "sqlite": db.execute("select x from t").fetchone()[0],
+        "xml": ET.fromstring("<a><b>hi</b></a>").find("b").text,
+        "mime": email.mime.text.MIMEText("x")["Content-Type"],
+        "csv": rows.getvalue().strip(),
+        "decimal": str(decimal.Decimal("0.1") + decimal.Decimal("0.2")),
+        "mean": statistics.mean([1, 2, 3]),
+        "libc": bool(ctypes.CDLL(None)),
+    }
+'''
+
+PROBE_EXPECTED = {
+    "sqlite": 42,
+    "xml": "hi",
+    "mime": 'text/plain; charset="us-ascii"',
+    "csv": "a,b",
+    "decimal": "0.3",
+    "mean": 2,
+    "libc": True,
+}
+
+
+class SmokeFailure(Exception):
+    pass
+
+
+def check(condition: bool, what: str, detail: str = "") -> None:
+    if not condition:
+        raise SmokeFailure(f"{what}{': ' + detail if detail else ''}")
+
+
+def run(binary: str, *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    return subprocess.run(
+        [binary, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def ok(binary: str, *args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    done = run(binary, *args, cwd=cwd, timeout=timeout)
+    check(done.returncode == 0, f"`fastagent {' '.join(args)}` exited {done.returncode}", done.stderr.strip())
+    return done
+
+
+def version_of_source() -> str:
+    text = (ROOT / "fastagent_cli" / "_version.py").read_text(encoding="utf-8")
+    found = re.search(r'__version__\s*=\s*"([^"]+)"', text)
+    check(found is not None, "fastagent_cli/_version.py has no __version__")
+    assert found is not None
+    return found.group(1)
+
+
+def smoke_cli(binary: str, tmp: Path) -> None:
+    done = ok(binary, "--version", cwd=tmp)
+    check(done.stdout == f"fastagent {version_of_source()}\n", "--version", repr(done.stdout))
+    print("ok  --version")
+
+    ok(binary, "init", "demo", cwd=tmp)
+    agent = tmp / "demo" / "fastagent"
+    for rel in ("fastagent.toml", "persona.md", "tools/fetch_url.py", "scripts/demo.json", ".env.example"):
+        check((agent / rel).is_file(), f"init did not write {rel}")
+    ok(binary, "init", "mini", "--minimal", cwd=tmp)
+    check(not (tmp / "mini" / "fastagent" / "tools" / "fetch_url.py").exists(), "init --minimal wrote a tool")
+    print("ok  init (full and --minimal)")
+
+    done = ok(binary, "invoke", "hello", "demo", "--model", "scripted/demo", cwd=tmp)
+    check(done.stdout.startswith("Hello! I am **scripted/demo**"), "invoke scripted/demo answer", done.stdout)
+    check("[tool] bash" in done.stderr, "invoke scripted/demo made no bash tool call", done.stderr)
+    done = ok(binary, "invoke", "hi", "mini", "--model", "scripted/echo", cwd=tmp)
+    check(done.stdout == "echo: hi\n", "invoke on the minimal agent", done.stdout)
+    print("ok  invoke (scripted demo with its tool call; minimal agent)")
+
+    info = json.loads(ok(binary, "info", "demo", "--json", cwd=tmp).stdout)
+    names = [t["name"] for t in info["tools"]]
+    check(names == ["read", "bash", "edit", "write", "fetch_url"], "info --json tools", str(names))
+    check(info["diagnostics"] == [] and info["toolFailures"] == [], "info --json findings", str(info))
+    print("ok  info --json")
+
+    (agent / "tools" / "stdlib_probe.py").write_text(PROBE_TOOL, encoding="utf-8")
+    done = ok(binary, "tool", "stdlib_probe", "{}", "demo", cwd=tmp)
+    check(json.loads(done.stdout) == PROBE_EXPECTED, "tool stdlib_probe", done.stdout + done.stderr)
+    done = ok(binary, "tool", "read", '{"path": "fastagent/persona.md"}', "demo", cwd=tmp)
+    check(len(done.stdout) > 20, "tool read", done.stdout)
+    print("ok  tool (a user tool importing the standard library and bundled packages; read)")
+
+    config = tmp / "mini" / "fastagent" / "fastagent.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + f"\n[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(MCP_SERVER))}]\n",
+        encoding="utf-8",
+    )
+    done = ok(binary, "tool", "calc__add", '{"a": 2, "b": 3}', "mini", cwd=tmp)
+    details = json.loads(done.stdout)
+    check(details.get("structuredContent") == {"result": 5}, "MCP tool calc__add", done.stdout + done.stderr)
+    print("ok  MCP stdio server tool")
+
+
+def smoke_start(binary: str, tmp: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    proc = subprocess.Popen(
+        [binary, "start", "demo", "--port", "0", "--bind", "127.0.0.1", "--model", "scripted/echo"],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = _listen_port(proc)
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/health", timeout=10) as response:
+            check(response.status == 200 and response.read().strip() == b"ok", "GET /health")
+        request = urllib.request.Request(
+            f"{base}/invoke",
+            data=json.dumps({"session": "smoke", "text": "hello"}).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            body = response.read().decode()
+        events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+        text = "".join(e.get("delta", "") for e in events if e["type"] == "text")
+        check(text == "echo: hello" and events[-1]["type"] == "completed", "POST /invoke", body)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        check(proc.returncode in (0, -signal.SIGTERM), f"start exited {proc.returncode} on SIGTERM")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    print("ok  start (GET /health, POST /invoke, SIGTERM)")
+
+
+def _listen_port(proc: subprocess.Popen[str]) -> int:
+    """The port from the ``http host on`` line; stderr is drained by a thread from then on."""
+    assert proc.stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+    stream = proc.stderr
+    threading.Thread(target=lambda: [lines.put(line) for line in stream], daemon=True).start()
+    deadline = time.monotonic() + 30
+    seen = ""
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            check(proc.poll() is None, "start exited before listening", seen)
+            continue
+        seen += line
+        found = re.search(r"http host on 127\.0\.0\.1:(\d+)", line)
+        if found:
+            return int(found.group(1))
+    raise SmokeFailure(f"start did not listen within 30 s: {seen}")
+
+
+def smoke_chat(binary: str, tmp: Path) -> None:
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    env["TERM"] = "xterm-256color"
+    proc = subprocess.Popen(
+        [binary, "chat", "mini", "--model", "scripted/echo"],
+        cwd=tmp,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )
+    os.close(slave)
+    screen = b""
+
+    def read_until(needle: str, timeout: float = 30) -> None:
+        nonlocal screen
+        deadline = time.monotonic() + timeout
+        while needle not in _plain(screen):
+            check(time.monotonic() < deadline, f"chat: no {needle!r} on screen", _plain(screen)[-2000:])
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    chunk = b""
+                screen += chunk
+                if b"\x1b[6n" in chunk:  # answer cursor-position requests like a terminal
+                    os.write(master, b"\x1b[1;1R")
+            check(proc.poll() is None or needle in _plain(screen), "chat exited early", _plain(screen))
+
+    try:
+        read_until("› ")
+        os.write(master, b"hello from a terminal\r")
+        read_until("echo: hello from a terminal")
+        os.write(master, b"\x04")
+        proc.wait(timeout=15)
+        check(proc.returncode == 0, f"chat exited {proc.returncode} on Ctrl+D")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    print("ok  chat (in a pseudo-terminal)")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>()][0-9A-Za-z]?")
+
+
+def _plain(raw: bytes) -> str:
+    return _ANSI.sub("", raw.decode("utf-8", "replace")).replace("\r", "")
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: smoke_binary.py <path to the fastagent binary>", file=sys.stderr)
+        return 2
+    binary = str(Path(sys.argv[1]).resolve())
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="fastagent-smoke-") as tmp:
+        try:
+            smoke_cli(binary, Path(tmp))
+            smoke_start(binary, Path(tmp))
+            smoke_chat(binary, Path(tmp))
+        except (SmokeFailure, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+            print(f"binary smoke test FAILED: {exc}", file=sys.stderr)
+            return 1
+    print(f"binary smoke test passed in {time.monotonic() - started:.1f} s: {binary}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
