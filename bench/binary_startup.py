@@ -85,7 +85,9 @@ def main() -> None:
                 f"{mode:8} --version {version:7.1f} ms   invoke {invoke:7.1f} ms   "
                 f"(median of {options.runs})   {size_mb(where):6.1f} MB on disk{extra}"
             )
-    print(f"goal: --version <= 150 ms from the shipped artifact; {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    print(
+        f"goal: --version <= 150 ms from the shipped artifact; {os.cpu_count()} CPUs, load {os.getloadavg()}"
+    )
     print(f"python {sys.version.split()[0]}")
 
 

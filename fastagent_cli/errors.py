@@ -11,7 +11,8 @@
     ├── ProviderError                        a model API answered with an error (status, retryable)
     ├── SessionError                         a session record cannot be read or written
     ├── ToolError                            a tool cannot be found or loaded
-    └── ServeError                           a host cannot bind or a channel cannot start
+    ├── ServeError                           a host cannot bind or a channel cannot start
+    └── DeployError                          a deploy gate ("deploy stopped: ...") or a host CLI failure
 
 Control-flow signals are not errors and do not live here.
 """
@@ -24,6 +25,7 @@ from typing import ClassVar, TextIO
 __all__ = [
     "ConfigError",
     "CredentialError",
+    "DeployError",
     "FastagentError",
     "ModelError",
     "PlacementError",
@@ -99,6 +101,10 @@ class ToolError(FastagentError):
 
 
 class ServeError(FastagentError):
+    pass
+
+
+class DeployError(FastagentError):
     pass
 
 

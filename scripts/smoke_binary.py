@@ -135,10 +135,9 @@ def smoke_cli(binary: str, tmp: Path) -> None:
     print("ok  tool (a user tool importing the standard library and bundled packages; read)")
 
     config = tmp / "mini" / "fastagent" / "fastagent.toml"
+    server = f"command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(MCP_SERVER))}]\n"
     config.write_text(
-        config.read_text(encoding="utf-8")
-        + f"\n[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(MCP_SERVER))}]\n",
-        encoding="utf-8",
+        config.read_text(encoding="utf-8") + f"\n[mcp_servers.calc]\n{server}", encoding="utf-8"
     )
     done = ok(binary, "tool", "calc__add", '{"a": 2, "b": 3}', "mini", cwd=tmp)
     details = json.loads(done.stdout)

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
+from fastagent_cli.cli.completers import agent_dirs, model_specs
+
 __all__ = ["auth_path_option", "dir_argument", "model_option", "run_async", "say", "sessions_dir_option"]
 
 T = TypeVar("T")
@@ -34,11 +36,15 @@ def color(stream: Any = None) -> bool:
 
 
 def dir_argument(fn: F) -> F:
-    return click.argument("directory", required=False, default=".", metavar="[DIR]")(fn)
+    return click.argument(
+        "directory", required=False, default=".", metavar="[DIR]", shell_complete=agent_dirs
+    )(fn)
 
 
 def model_option(fn: F) -> F:
-    return click.option("--model", "model", help="Model spec provider/model (overrides config).")(fn)
+    return click.option(
+        "--model", "model", help="Model spec provider/model (overrides config).", shell_complete=model_specs
+    )(fn)
 
 
 def sessions_dir_option(fn: F) -> F:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from typing import TYPE_CHECKING
 
 import click
 
 from fastagent_cli._version import __version__
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 __all__ = ["LazyGroup", "build_cli"]
 
@@ -40,6 +44,17 @@ class LazyGroup(click.Group):
             hint = f" Did you mean {close[0]}?" if close else ""
             raise click.UsageError(f"unknown command {name!r}.{hint}", ctx)
         return super().resolve_command(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names from the table (completing them imports no command module), then options."""
+        from click.shell_completion import CompletionItem
+
+        items = [
+            CompletionItem(name, help=self.lazy[name][1])
+            for name in sorted(self.lazy)
+            if name.startswith(incomplete)
+        ]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, self.lazy[name][1]) for name in sorted(self.lazy)]

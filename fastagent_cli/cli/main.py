@@ -15,6 +15,14 @@ __all__ = ["COMMANDS", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "add": ("fastagent_cli.cli.add_cmd:add", "Add a part to the agent (add skill <source>)."),
     "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
+    "completion": (
+        "fastagent_cli.cli.completion_cmd:completion",
+        "Print the shell completion script (bash, zsh, fish).",
+    ),
+    "deploy": (
+        "fastagent_cli.cli.deploy_cmd:deploy",
+        "Generate (and with --run, drive) a Docker, Fly.io or Railway deploy.",
+    ),
     "dev": ("fastagent_cli.cli.serve_cmd:dev", "Serve the agent and restart it when its code changes."),
     "info": ("fastagent_cli.cli.info_cmd:info", "Show what the agent directory assembles into."),
     "init": ("fastagent_cli.cli.init_cmd:init", "Create an agent directory that runs at once."),

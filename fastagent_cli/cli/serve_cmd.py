@@ -109,7 +109,20 @@ def start(directory: str, port: str | None, bind: str | None, **rest: Any) -> No
     from fastagent_cli.logging_setup import configure_logging
 
     configure_logging("info")
-    _serve_here(_options("start", port, bind, directory=directory, **rest))
+    options = _options("start", port, bind, directory=directory, **rest)
+    _seed_auth(options)
+    _serve_here(options)
+
+
+def _seed_auth(options: ServeOptions) -> None:
+    """A deployed box's first start: write the credential ``deploy --run`` carried (FASTAGENT_AUTH_SEED)."""
+    from fastagent_cli.auth.seed import seed_agent_auth
+
+    written = seed_agent_auth(options.directory, options.auth_path)
+    if written is not None:
+        logging.getLogger("fastagent.host").info(
+            "[fastagent] auth: wrote %s from FASTAGENT_AUTH_SEED", written
+        )
 
 
 @click.command("dev")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fastagent_cli.cli.completers import agent_dirs, tool_names
 from fastagent_cli.errors import ToolError, UsageError
 
 if TYPE_CHECKING:
@@ -64,9 +65,9 @@ def _text(result: ToolResult) -> str:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=tool_names)
 @click.argument("args", required=False, default="{}", metavar="[JSON_ARGS]")
-@click.argument("directory", required=False, default=".", metavar="[DIR]")
+@click.argument("directory", required=False, default=".", metavar="[DIR]", shell_complete=agent_dirs)
 def tool(name: str, args: str, directory: str) -> None:
     """Run the tool NAME of the agent in DIR with JSON_ARGS (default {}), without a model."""
     parsed = parse_tool_args(args)

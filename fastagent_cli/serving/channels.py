@@ -22,17 +22,22 @@ route collision; serving treats any of them as fatal (:meth:`LoadedChannels.rais
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from fastagent_cli.contract import Agent
-from fastagent_cli.errors import ServeError, one_line
+from fastagent_cli.definition.channel_files import (
+    CHANNELS_DIR,
+    channel_files,
+    connection_name,
+    describe_exception,
+    import_channel,
+    is_long_connection,
+)
+from fastagent_cli.errors import ServeError
 from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
 
 __all__ = [
@@ -44,10 +49,6 @@ __all__ = [
     "LoadedChannels",
     "load_channels",
 ]
-
-CHANNELS_DIR = "channels"
-_SUFFIX = ".py"
-_DISABLED_SUFFIX = ".py.disabled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,25 +121,16 @@ class LoadedChannels:
 def load_channels(agent_dir: Path, ctx: ChannelContext, *, mounts: Iterable[str] = ()) -> LoadedChannels:
     """Import every enabled channel file, mount route channels with ``ctx``, and check the routes
     against each other and against ``mounts`` (prefixes owned by built-in handlers)."""
-    loaded = LoadedChannels()
-    folder = agent_dir / CHANNELS_DIR
-    if not folder.is_dir():
-        return loaded
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.name == "__init__.py" or not path.is_file():
-            continue
-        if path.name.endswith(_DISABLED_SUFFIX):
-            loaded.disabled.append(path)
-        elif path.name.endswith(_SUFFIX):
-            loaded.enabled.append(path)
+    files = channel_files(agent_dir)
+    loaded = LoadedChannels(enabled=files.enabled, disabled=files.disabled)
     owned: list[tuple[str, RouteKey]] = []
     names: dict[str, str] = {}
     for path in loaded.enabled:
         shown = f"{CHANNELS_DIR}/{path.name}"
         try:
-            channel = _import_channel(path, agent_dir)
-            if _is_long_connection(channel):
-                name = _connection_name(channel)
+            channel = import_channel(path, agent_dir)
+            if is_long_connection(channel):
+                name = connection_name(channel)
                 if name in names:
                     raise ServeError(f'a long connection named "{name}" is already declared by {names[name]}')
                 names[name] = shown
@@ -160,44 +152,6 @@ def load_channels(agent_dir: Path, ctx: ChannelContext, *, mounts: Iterable[str]
     return loaded
 
 
-def _import_channel(path: Path, agent_dir: Path) -> Any:
-    if str(agent_dir) not in sys.path:
-        sys.path.insert(0, str(agent_dir))  # a channel may import helpers living in the agent dir
-    name = f"fastagent_agent_channels.{path.name[: -len(_SUFFIX)]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ServeError("cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:
-        sys.modules.pop(name, None)
-        if not isinstance(exc, Exception):
-            raise
-        raise ServeError(f"cannot load: {_describe(exc)}") from None
-    return _channel_of(module)
-
-
-def _channel_of(module: ModuleType) -> Any:
-    if not hasattr(module, "channel"):
-        raise ServeError(
-            "defines no `channel` (a function (ctx) -> routes, or an object with name and connect(ctx, stop))"
-        )
-    return module.channel
-
-
-def _is_long_connection(channel: Any) -> bool:
-    return callable(getattr(channel, "connect", None)) and not inspect.isfunction(channel)
-
-
-def _connection_name(channel: Any) -> str:
-    name = getattr(channel, "name", None)
-    if not isinstance(name, str) or not name.strip():
-        raise ServeError("a long-connection channel needs a non-empty string `name`")
-    return name
-
-
 def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
     if not callable(channel):
         raise ServeError(
@@ -207,7 +161,7 @@ def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
     try:
         routes = channel(ctx)
     except Exception as exc:
-        raise ServeError(f"channel(ctx) raised {_describe(exc)}") from None
+        raise ServeError(f"channel(ctx) raised {describe_exception(exc)}") from None
     if inspect.isawaitable(routes):
         close = getattr(routes, "close", None)
         if close is not None:
@@ -230,7 +184,3 @@ def _shape(value: Any) -> str:
     if isinstance(value, Mapping):
         return "an empty dict"
     return "None" if value is None else f"a {type(value).__name__}"
-
-
-def _describe(exc: BaseException) -> str:
-    return one_line(f"{type(exc).__name__}: {exc}", 300)

@@ -1,0 +1,65 @@
+"""Secret values for ``--run``: read from this machine, handed to the host CLI off argv.
+
+Values come from the environment (the agent's ``.env`` included, as every command loads it). They
+travel to the child process through its environment (Docker Compose interpolates them) or its
+stdin (``fly secrets import``, ``railway variables set --stdin``), never its arguments, and never
+into the image. A stored credential (``auth.json``) travels as ``FASTAGENT_AUTH_SEED`` (base64 of
+the file), which ``fastagent start`` writes to the box's auth path only when none exists there.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fastagent_cli.auth.seed import AUTH_SEED_ENV
+from fastagent_cli.deploy.facts import DeployFacts
+from fastagent_cli.errors import DeployError
+
+__all__ = ["AUTH_SEED_ENV", "SecretValues", "assemble_secrets", "require_values"]
+
+
+@dataclass(slots=True)
+class SecretValues:
+    values: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    """Required names with no value here."""
+    needs_model_credential: bool = False
+    """No key in the environment, no stored credential, none in the definition."""
+
+
+def assemble_secrets(facts: DeployFacts, env: Mapping[str, str] | None = None) -> SecretValues:
+    environ = os.environ if env is None else env
+    out = SecretValues()
+    for spec in facts.secrets():
+        value = environ.get(spec.name)
+        if value:
+            out.values[spec.name] = value
+        elif spec.required:
+            out.missing.append(spec.name)
+    auth = facts.model_auth
+    if auth.kind == "stored":
+        try:
+            raw = facts.auth_path.read_bytes()
+        except OSError as exc:
+            raise DeployError(f"cannot read {facts.auth_path}: {exc.strerror or exc}") from None
+        out.values[AUTH_SEED_ENV] = base64.b64encode(raw).decode("ascii")
+    elif auth.kind == "none":
+        out.needs_model_credential = True
+    return out
+
+
+def require_values(secrets: SecretValues) -> None:
+    """The credential gates every ``--run`` applies before its first side effect."""
+    if secrets.needs_model_credential:
+        raise DeployError(
+            "deploy stopped: no model credential: run `fastagent login`, or set the provider's API key in "
+            ".env (or the environment), then re-run"
+        )
+    if secrets.missing:
+        raise DeployError(
+            f"deploy stopped: no local value for: {', '.join(secrets.missing)}: set them in .env (or the "
+            "environment) and re-run"
+        )
