@@ -6,8 +6,9 @@ broken agent directory completes nothing rather than printing a traceback into t
 
 * :func:`agent_dirs`: directories under the typed prefix that are agents or workspaces holding
   one (labelled), falling back to the shell's own directory completion when none match;
-* :func:`model_specs`: ``provider/model`` from the catalog and the agent's ``models.json``, then
-  the ``:thinking`` levels once a spec is typed;
+* :func:`model_specs`: ``provider/model`` from the catalog and the agent's ``models.json``,
+  ``scripted/echo`` and the agent's ``scripts/*.json``, then the ``:thinking`` levels once a spec
+  is typed;
 * :func:`tool_names`: the coding tools the config enables plus ``tools/*.py`` (file name = name);
 * :func:`schedule_names`: ``schedules/*.toml``.
 """
@@ -90,7 +91,9 @@ def model_specs(ctx: click.Context, param: click.Parameter, incomplete: str) -> 
         registry = ModelRegistry(agent_dir / "models.json" if agent_dir else None)
     except Exception:
         registry = ModelRegistry()
-    specs = registry.specs()
+    specs = [*registry.specs(), "scripted/echo"]
+    if agent_dir is not None:  # the agent's offline scripts: scripts/<name>.json -> scripted/<name>
+        specs += [f"scripted/{n}" for s in (".json", ".jsonl") for n in _stems(agent_dir / "scripts", s)]
     head, colon, _ = incomplete.rpartition(":")
     if colon and head in specs:
         levels = [f"{head}:{level}" for level in THINKING_LEVELS]
