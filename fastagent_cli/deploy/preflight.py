@@ -13,7 +13,7 @@ channels; what keeps a machine running.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastagent_cli.deploy.artifacts import is_generated
@@ -30,23 +30,18 @@ _WILDCARDS = (None, "0.0.0.0", "::")
 class Preflight:
     run: bool
     say: Callable[[str], None]
-    lines: list[str] = field(default_factory=list)
 
     def warn(self, text: str) -> None:
-        self._emit(f"[fastagent] warn: {text}")
+        self.say(f"[fastagent] warn: {text}")
 
     def note(self, text: str) -> None:
-        self._emit(f"[fastagent] note: {text}")
+        self.say(f"[fastagent] note: {text}")
 
     def gate(self, text: str) -> None:
         """Stop ``--run`` here; a warning otherwise."""
         if self.run:
             raise DeployError(f"deploy stopped: {text}")
         self.warn(text)
-
-    def _emit(self, line: str) -> None:
-        self.lines.append(line)
-        self.say(line)
 
 
 def preflight(facts: DeployFacts, *, run: bool, force: bool, say: Callable[[str], None]) -> Preflight:
@@ -108,6 +103,11 @@ def _model(facts: DeployFacts, check: Preflight) -> None:
             )
     elif facts.model_error:
         check.gate(f'the model in fastagent.toml ("{facts.model}") cannot be resolved: {facts.model_error}')
+    elif facts.local_model and facts.local_model != facts.model:
+        check.note(
+            f'the deployed box uses fastagent.toml\'s model "{facts.model}"; "{facts.local_model}" '
+            "(--model or FASTAGENT_MODEL) applies only on this machine"
+        )
 
 
 def _bind(facts: DeployFacts, check: Preflight) -> None:

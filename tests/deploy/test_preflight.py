@@ -37,13 +37,14 @@ def test_the_model_must_come_from_the_config(
     assert fake_clis.calls() == []
 
 
-def test_an_unresolvable_model_gates(tmp_path: Path, run_cli: RunCli) -> None:
+def test_an_unresolvable_model_gates_and_a_local_override_is_named(tmp_path: Path, run_cli: RunCli) -> None:
     ws = write_workspace(tmp_path / "ws", 'model = "nosuch/model"\n')
     done = run_cli("deploy", "docker", str(ws), "--run")
-    assert (
-        done.returncode == 1
-        and 'the model in fastagent.toml ("nosuch/model") cannot be resolved' in done.stderr
-    )
+    assert done.returncode == 1
+    assert 'the model in fastagent.toml ("nosuch/model") cannot be resolved' in done.stderr
+    (ws / "fastagent" / "fastagent.toml").write_text(MODEL)
+    plan = run_cli("deploy", "docker", str(ws), "--model", "scripted/echo", env=KEY)
+    assert 'note: the deployed box uses fastagent.toml\'s model "openai/gpt-4.1-mini"' in plan.stderr
 
 
 def test_no_model_credential_gates_run(tmp_path: Path, run_cli: RunCli, fake_clis: FakeClis) -> None:
@@ -61,13 +62,19 @@ def test_no_model_credential_gates_run(tmp_path: Path, run_cli: RunCli, fake_cli
 
 
 def test_a_kept_dockerignore_that_ships_secrets_or_drops_the_agent(tmp_path: Path, run_cli: RunCli) -> None:
-    files = {".dockerignore": ".env\n", "fastagent/.env": "OPENAI_API_KEY=sk-x\n", ".env": "A=1\n"}
+    files = {
+        ".dockerignore": ".env\n",
+        "fastagent/.env": "OPENAI_API_KEY=sk-x\n",
+        ".env": "A=1\n",
+        "fastagent/.fastagent/auth.json": "{}",
+    }
     ws = write_workspace(tmp_path / "ws", MODEL, files)
     plan = run_cli("deploy", "docker", str(ws))
     assert plan.returncode == 0
     assert (
-        "warn: your .dockerignore (kept) does not exclude `fastagent/.env`: the build context would "
-        "BAKE SECRETS INTO THE IMAGE. Add `/fastagent/.env` to it before deploying." in plan.stderr
+        "warn: your .dockerignore (kept) does not exclude `fastagent/.fastagent/auth.json`, "
+        "`fastagent/.env`: the build context would BAKE SECRETS INTO THE IMAGE. "
+        "Add `/fastagent/.fastagent/auth.json` and `/fastagent/.env` to it before deploying." in plan.stderr
     )
     assert (ws / ".dockerignore").read_text() == ".env\n"  # the user's file is kept
     done = run_cli("deploy", "docker", str(ws), "--run")
