@@ -50,4 +50,12 @@ def _make(api: str) -> ModelClient:
 
         anthropic: ModelClient = AnthropicMessagesClient()
         return anthropic
-    raise ModelError(f'API "{api}" is not supported (supported: openai-completions, anthropic-messages)')
+    if api in ("openai-responses", "openai-codex-responses"):
+        from fastagent_cli.models.openai_responses import OpenAIResponsesClient
+
+        responses: ModelClient = OpenAIResponsesClient()
+        return responses
+    raise ModelError(
+        f'API "{api}" is not supported (supported: openai-completions, openai-responses, '
+        "openai-codex-responses, anthropic-messages)"
+    )

@@ -26,10 +26,12 @@ __all__ = [
     "calculate_cost",
     "default_max_tokens",
     "incomplete_stream",
+    "is_same_model",
     "new_tool_call_id",
     "now_ms",
     "parse_arguments",
     "transform_messages",
+    "wire_arguments",
 ]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -62,6 +64,15 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
 
 
+def wire_arguments(arguments: dict[str, Any]) -> str:
+    """Tool-call arguments as the JSON text to send back; what :func:`parse_arguments` could not
+    parse goes back exactly as the model produced it."""
+    raw = arguments.get(INVALID_JSON_KEY)
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw
+    return json.dumps(arguments, ensure_ascii=False)
+
+
 def calculate_cost(model: ModelInfo, usage: Usage) -> Usage:
     """Fill ``usage.cost`` from ``model.cost`` ($ per million tokens) and return ``usage``."""
     rates = model.cost
@@ -78,7 +89,7 @@ def incomplete_stream(provider: str) -> ProviderError:
     return ProviderError(f"{provider}: stream ended before the response was complete", retryable=True)
 
 
-def _is_same_model(message: AssistantMessage, model: ModelInfo) -> bool:
+def is_same_model(message: AssistantMessage, model: ModelInfo) -> bool:
     return (
         message.get("provider") == model.provider
         and message.get("api") == model.api
@@ -100,7 +111,7 @@ def _synthetic_result(call_id: str, name: str) -> ToolResultMessage:
 def _adapt_assistant(
     message: AssistantMessage, model: ModelInfo, normalize_id: Callable[[str], str]
 ) -> AssistantMessage:
-    same = _is_same_model(message, model)
+    same = is_same_model(message, model)
     blocks: list[AssistantBlock] = []
     for block in message["content"]:
         if block["type"] == "thinking":

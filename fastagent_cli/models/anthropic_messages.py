@@ -22,7 +22,8 @@ from fastagent_cli.models._wire import (
     now_ms,
     parse_arguments,
 )
-from fastagent_cli.models.anthropic_request import build_messages_request
+from fastagent_cli.models.anthropic_request import build_messages_request, uses_claude_code
+from fastagent_cli.models.claude_code import from_claude_code_name
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.sse import aiter_sse
 from fastagent_cli.models.types import (
@@ -97,8 +98,10 @@ class _Block:
 class _MessageStream:
     """Accumulates Messages API events into the final assistant message."""
 
-    def __init__(self, model: ModelInfo) -> None:
+    def __init__(self, model: ModelInfo, tool_names: tuple[str, ...] | None = None) -> None:
         self.model = model
+        self.tool_names = tool_names
+        """Set for a Claude Code (subscription) request: names to map tool calls back to."""
         self.blocks: dict[int, _Block] = {}
         self.counts = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.stop_reason: str | None = None
@@ -151,7 +154,10 @@ class _MessageStream:
             self.blocks[index] = _Block("thinking", signature=raw.get("signature") or "")
             return self._delta(index, {"type": "thinking_delta", "thinking": raw.get("thinking") or ""})
         if kind == "tool_use":
-            block = _Block("toolCall", id=raw.get("id") or "", name=raw.get("name") or "")
+            name = str(raw.get("name") or "")
+            if self.tool_names is not None:
+                name = from_claude_code_name(name, self.tool_names)
+            block = _Block("toolCall", id=raw.get("id") or "", name=name)
             block.initial_input = raw.get("input")
             self.blocks[index] = block
         else:
@@ -229,7 +235,8 @@ class AnthropicMessagesClient(HttpStreamClient):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
         url, headers, body = build_messages_request(request)
-        state = _MessageStream(request.model)
+        names = tuple(t.name for t in request.tools) if uses_claude_code(request) else None
+        state = _MessageStream(request.model, names)
         async with (
             self._post_stream(request.model.provider, url, headers, body) as response,
             aclosing(aiter_sse(response.aiter_bytes())) as events,

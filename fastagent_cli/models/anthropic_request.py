@@ -1,6 +1,10 @@
 """The request side of ``anthropic-messages``: pi messages, tools and thinking level to a streaming
 ``POST /v1/messages`` body (merged same-role turns, tool results as ``user`` ``tool_result``
-blocks, signed thinking replayed, budget-based extended thinking)."""
+blocks, signed thinking replayed, budget-based extended thinking).
+
+Auth: an API key goes out as ``x-api-key``; a Claude Pro/Max token (``sk-ant-oat...``) as a Bearer
+token with Claude Code's identity (see :mod:`.claude_code`); GitHub Copilot's token as a plain
+Bearer token with its per-request headers."""
 
 from __future__ import annotations
 
@@ -9,6 +13,13 @@ import re
 from typing import Any
 
 from fastagent_cli.models._wire import default_max_tokens, transform_messages
+from fastagent_cli.models.claude_code import (
+    CLAUDE_CODE_IDENTITY,
+    is_oauth_token,
+    oauth_headers,
+    to_claude_code_name,
+)
+from fastagent_cli.models.copilot import COPILOT_PROVIDER, copilot_headers
 from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
 
 __all__ = [
@@ -17,6 +28,7 @@ __all__ = [
     "THINKING_BUDGETS",
     "build_messages_request",
     "normalize_tool_id",
+    "uses_claude_code",
 ]
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -52,7 +64,7 @@ def _content_blocks(content: list[ContentBlock] | str, images: bool) -> list[dic
     return blocks
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+def _assistant_blocks(message: AssistantMessage, claude_code: bool) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in message["content"]:
         if block["type"] == "text":
@@ -65,9 +77,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
             if signature:
                 blocks.append({"type": "thinking", "thinking": block["thinking"], "signature": signature})
         else:
-            blocks.append(
-                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["arguments"]}
-            )
+            name = to_claude_code_name(block["name"]) if claude_code else block["name"]
+            blocks.append({"type": "tool_use", "id": block["id"], "name": name, "input": block["arguments"]})
     return blocks
 
 
@@ -82,14 +93,14 @@ def _tool_result_block(message: ToolResultMessage, images: bool) -> dict[str, An
     return result
 
 
-def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def _convert_messages(request: ModelRequest, claude_code: bool) -> list[dict[str, Any]]:
     images = request.model.supports_images
     out: list[dict[str, Any]] = []
     for message in transform_messages(request.messages, request.model, normalize_tool_id):
         if message["role"] == "user":
             role, blocks = "user", _content_blocks(message["content"], images)
         elif message["role"] == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message)
+            role, blocks = "assistant", _assistant_blocks(message, claude_code)
         else:
             role, blocks = "user", [_tool_result_block(message, images)]
         if not blocks:
@@ -101,6 +112,11 @@ def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return out
 
 
+def uses_claude_code(request: ModelRequest) -> bool:
+    """The request authenticates with a Claude Pro/Max subscription token."""
+    return request.model.provider != COPILOT_PROVIDER and is_oauth_token(request.api_key)
+
+
 def messages_url(base_url: str) -> str:
     base = (base_url or ANTHROPIC_BASE_URL).rstrip("/")
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
@@ -109,14 +125,24 @@ def messages_url(base_url: str) -> str:
 def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The URL, headers and JSON body of a streaming Messages API request."""
     model = request.model
+    copilot = model.provider == COPILOT_PROVIDER
+    claude_code = uses_claude_code(request)
     max_tokens = default_max_tokens(request)
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
-    if request.system:
+    if claude_code:
+        body["system"] = [{"type": "text", "text": CLAUDE_CODE_IDENTITY}]
+        if request.system:
+            body["system"].append({"type": "text", "text": request.system})
+    elif request.system:
         body["system"] = request.system
-    body["messages"] = _convert_messages(request)
+    body["messages"] = _convert_messages(request, claude_code)
     if request.tools:
         body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            {
+                "name": to_claude_code_name(t.name) if claude_code else t.name,
+                "description": t.description,
+                "input_schema": dict(t.parameters),
+            }
             for t in request.tools
         ]
     if model.reasoning and request.thinking != "off":
@@ -129,7 +155,12 @@ def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], 
             body["max_tokens"] = max_tokens
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     headers = {"anthropic-version": ANTHROPIC_VERSION, "accept": "text/event-stream"}
-    if request.api_key:
+    if claude_code and request.api_key:
+        headers.update(oauth_headers(request.api_key))
+    elif copilot and request.api_key:
+        headers["authorization"] = f"Bearer {request.api_key}"
+    elif request.api_key:
         headers["x-api-key"] = request.api_key
     headers.update(model.headers)
+    headers.update(copilot_headers(request))
     return messages_url(model.base_url), headers, body

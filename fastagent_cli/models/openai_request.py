@@ -4,11 +4,11 @@ flags from ``models.json``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastagent_cli.errors import ProviderError
-from fastagent_cli.models._wire import INVALID_JSON_KEY, default_max_tokens, transform_messages
+from fastagent_cli.models._wire import default_max_tokens, transform_messages, wire_arguments
+from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.types import ContentBlock, ModelRequest
 
 __all__ = ["OPENAI_BASE_URL", "build_chat_request"]
@@ -45,13 +45,6 @@ def _tool_result_text(content: list[ContentBlock]) -> str:
     )
 
 
-def _wire_arguments(arguments: dict[str, Any]) -> str:
-    raw = arguments.get(INVALID_JSON_KEY)
-    if len(arguments) == 1 and isinstance(raw, str):
-        return raw  # send back what the model actually produced
-    return json.dumps(arguments, ensure_ascii=False)
-
-
 def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
     model, compat = request.model, request.model.compat
     out: list[dict[str, Any]] = []
@@ -74,7 +67,7 @@ def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 {
                     "id": b["id"],
                     "type": "function",
-                    "function": {"name": b["name"], "arguments": _wire_arguments(b["arguments"])},
+                    "function": {"name": b["name"], "arguments": wire_arguments(b["arguments"])},
                 }
                 for b in message["content"]
                 if b["type"] == "toolCall"
@@ -134,4 +127,5 @@ def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict
     if request.api_key:
         headers["Authorization"] = f"Bearer {request.api_key}"
     headers.update(model.headers)
+    headers.update(copilot_headers(request))
     return f"{base.rstrip('/')}/chat/completions", headers, body

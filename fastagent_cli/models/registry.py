@@ -29,7 +29,7 @@ from fastagent_cli.models.types import THINKING_LEVELS, ModelInfo, ThinkingLevel
 
 __all__ = ["SUPPORTED_APIS", "ModelRegistry", "ProviderInfo", "parse_spec"]
 
-SUPPORTED_APIS = ("openai-completions", "anthropic-messages")
+SUPPORTED_APIS = ("openai-completions", "openai-responses", "anthropic-messages")
 SCRIPTED = "scripted"
 _MODEL_DEFAULTS: dict[str, Any] = {"contextWindow": 128_000, "maxTokens": 16_384}
 
@@ -47,6 +47,8 @@ class ProviderInfo:
     default_model: str | None = None
     models: dict[str, ModelInfo] = field(default_factory=dict)
     custom: bool = False
+    oauth: bool = False
+    """A subscription login exists for it (``fastagent login <name>``)."""
 
     @property
     def needs_key(self) -> bool:
@@ -77,6 +79,7 @@ def _model(provider: ProviderInfo, raw: Mapping[str, Any]) -> ModelInfo:
         compat=compat,
         api_key_env=provider.api_key_env,
         api_key=provider.api_key,
+        oauth=provider.oauth,
     )
 
 
@@ -89,8 +92,10 @@ def _builtin_providers() -> dict[str, ProviderInfo]:
             base_url=raw["baseUrl"],
             api=raw["api"],
             api_key_env=tuple(raw.get("apiKeyEnv") or ()),
+            headers=dict(raw.get("headers") or {}),
             compat=dict(raw.get("compat") or {}),
             default_model=raw.get("defaultModel"),
+            oauth=bool(raw.get("oauth", False)),
         )
         provider.models = {m["id"]: _model(provider, m) for m in raw["models"]}
         out[name] = provider

@@ -36,12 +36,15 @@ ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "x
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 Api: TypeAlias = str
-"""``openai-completions``, ``anthropic-messages`` or ``scripted``."""
+"""``openai-completions``, ``openai-responses``, ``openai-codex-responses``, ``anthropic-messages``
+or ``scripted``."""
 
 
 class TextContent(TypedDict):
     type: Literal["text"]
     text: str
+    textSignature: NotRequired[str]
+    """The Responses API message item this text came from (pi's ``{"v":1,"id":...}``)."""
 
 
 class ImageContent(TypedDict):
@@ -146,6 +149,9 @@ class ModelInfo:
     api_key_env: tuple[str, ...] = ()
     api_key: str | None = None
     """A ``models.json`` ``apiKey`` (``$VAR``, ``!command`` or literal), resolved at request time."""
+    oauth: bool = False
+    """The provider offers a subscription login (``fastagent login``), so a credential is needed
+    even when it names no environment variable."""
 
     @property
     def spec(self) -> str:

@@ -59,7 +59,9 @@ from .wire_builders import (
 __all__ = [
     "FakeAnthropic",
     "FakeCall",
+    "FakeCodex",
     "FakeOpenAI",
+    "FakeResponses",
     "FakeProvider",
     "RecordedRequest",
     "anthropic_error_body",
@@ -311,6 +313,40 @@ class FakeOpenAI(FakeProvider):
 
     def done_marker(self) -> bytes:
         return b"data: [DONE]\n\n"
+
+
+class FakeResponses(FakeProvider):
+    """``POST /v1/responses`` (OpenAI Responses API); events framed with ``event: <type>``."""
+
+    path = "/v1/responses"
+    api = "openai-responses"
+    provider = "fake-responses"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"
+
+    def error_body(self, message: str) -> dict[str, Any]:
+        return openai_error_body(message)
+
+    def encode(self, event: Event) -> bytes:
+        if isinstance(event, bytes):
+            return event
+        if isinstance(event, str):
+            return event.encode()
+        return f"event: {event.get('type', 'message')}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+class FakeCodex(FakeResponses):
+    """The ChatGPT subscription backend: ``POST /backend-api/codex/responses``."""
+
+    path = "/backend-api/codex/responses"
+    api = "openai-codex-responses"
+    provider = "fake-codex"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/backend-api"
 
 
 class FakeAnthropic(FakeProvider):

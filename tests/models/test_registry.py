@@ -31,17 +31,25 @@ def test_catalog_has_the_providers_and_model_facts() -> None:
         "google",
         "ollama",
         "local",
+        "openai-codex",
+        "github-copilot",
     }
     assert expected <= set(registry.providers)
+    apis = ("openai-completions", "openai-responses", "openai-codex-responses", "anthropic-messages")
     for provider in registry.providers.values():
         assert provider.base_url.startswith("http") and provider.models
-        assert provider.api in ("openai-completions", "anthropic-messages")
+        assert provider.api in apis
         assert provider.default_model in provider.models
         for model in provider.models.values():
-            assert model.context_window > 0 and model.max_tokens > 0
+            assert model.context_window > 0 and model.max_tokens > 0 and model.api in apis
     sonnet = registry.resolve("anthropic/claude-sonnet-4-5")
     assert sonnet.api == "anthropic-messages" and sonnet.reasoning and sonnet.supports_images
-    assert sonnet.api_key_env == ("ANTHROPIC_API_KEY",)
+    assert sonnet.api_key_env == ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY") and sonnet.oauth
+    codex = registry.resolve("openai-codex/gpt-5.4")
+    assert codex.api == "openai-codex-responses" and codex.oauth and codex.api_key_env == ()
+    copilot = registry.providers["github-copilot"]
+    assert {m.api for m in copilot.models.values()} == set(apis) - {"openai-codex-responses"}
+    assert copilot.models["gpt-4o"].headers["Copilot-Integration-Id"] == "vscode-chat"
     assert registry.providers["ollama"].api_key_env == ()
 
 
