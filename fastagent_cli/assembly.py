@@ -33,6 +33,7 @@ from fastagent_cli.engine.clients import ClientPool
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.turn import TurnSetup
 from fastagent_cli.errors import ConfigError, FastagentError, ModelError
+from fastagent_cli.models.credentials import CredentialSource
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.types import ModelClient, ThinkingLevel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
@@ -95,6 +96,7 @@ def create_agent(
             max_tool_rounds=max_tool_rounds,
             retry=retry or RetryPolicy(),
             auth_path=Path(auth_path) if auth_path else None,
+            credentials=_credentials(Path(auth_path) if auth_path else None),
             clients=ClientPool(None, client),
         )
     )
@@ -333,11 +335,19 @@ def open_agent_dir(
             max_tool_rounds=config.engine.max_tool_rounds,
             retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
             auth_path=surface.auth_path,
+            credentials=_credentials(surface.auth_path),
             agent_dir=placement.agent_dir,
         ),
         surface.live,
     )
     return OpenedAgent(agent, surface, surface.model_spec, surface.model_source)
+
+
+def _credentials(auth_path: Path | None) -> CredentialSource:
+    """Keys from the file and the environment, subscription logins renewed when they expire."""
+    from fastagent_cli.auth.oauth.resolver import OAuthCredentials
+
+    return OAuthCredentials(auth_path)
 
 
 def _auth_path(flag: str | None, state_root: Path, workspace: Path) -> Path:

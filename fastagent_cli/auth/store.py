@@ -1,4 +1,6 @@
-"""The credential file: ``{"<provider>": {"type": "api_key", "key": "..."}}`` (pi's shape).
+"""The credential file: ``{"<provider>": {"type": "api_key", "key": "..."}}`` or a subscription
+login ``{"<provider>": {"type": "oauth", "refresh": ..., "access": ..., "expires": <epoch ms>}}``
+(pi's shape).
 
 Every write:
 
@@ -10,15 +12,19 @@ Every write:
 * replaces the file atomically (temp file, fsync, rename) with mode 0600.
 
 Reads take no lock: the rename means a reader sees the old or the new file, never a torn one.
-Entries this module does not understand (OAuth, other tools' keys) are kept as they are.
+Entries this module does not understand (other tools' keys) are kept as they are.
+:meth:`AuthStore.update_async` is the same transaction for a change that awaits (renewing a login
+over the network while the lock keeps every other process from spending the same refresh token).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,6 +61,16 @@ class AuthStore:
     def get_key(self, provider: str) -> str | None:
         return _api_key(self.read().get(provider))
 
+    def logins(self) -> dict[str, str]:
+        """Every stored credential fastagent uses, by provider: ``"api_key"`` or ``"oauth"``."""
+        out: dict[str, str] = {}
+        for name, entry in sorted(self.read().items()):
+            if _api_key(entry):
+                out[name] = "api_key"
+            elif entry.get("type") == "oauth" and isinstance(entry.get("access"), str):
+                out[name] = "oauth"
+        return out
+
     # writing ---------------------------------------------------------------------------------
 
     def set_api_key(self, provider: str, key: str) -> None:
@@ -63,6 +79,16 @@ class AuthStore:
 
         def change(doc: dict[str, Any]) -> None:
             doc[provider] = {"type": "api_key", "key": key}
+
+        self.update(change)
+
+    def set_oauth(self, provider: str, entry: dict[str, Any]) -> None:
+        """Store a subscription login (``refresh``, ``access``, ``expires`` and provider extras)."""
+        if not entry.get("access") or not entry.get("refresh"):
+            raise CredentialError(f"refusing to store an incomplete {provider} login")
+
+        def change(doc: dict[str, Any]) -> None:
+            doc[provider] = {"type": "oauth", **entry}
 
         self.update(change)
 
@@ -79,22 +105,56 @@ class AuthStore:
     ) -> T:
         """Read-modify-write under the lock. ``change`` edits the document in place."""
         self._secure_directory()
+        with self._errors(self.lock_timeout), FileLock(self.lock_path, timeout=self.lock_timeout):
+            doc = self._load_raw()
+            result = change(doc)
+            if write_if is None or write_if(result):
+                self._write(doc)
+        return result
+
+    async def update_async(
+        self,
+        change: Callable[[dict[str, Any]], Awaitable[T]],
+        *,
+        write_if: Callable[[T], bool] | None = None,
+        lock_timeout: float | None = None,
+    ) -> T:
+        """:meth:`update` for a change that awaits. The lock is waited for in a thread (the event
+        loop keeps running); the file is read only once the lock is held, so a change sees what
+        the previous holder wrote. Cancelling the caller does not leak the lock."""
+        timeout = self.lock_timeout if lock_timeout is None else lock_timeout
+        self._secure_directory()
+        lock = FileLock(self.lock_path, timeout=timeout)
+        with self._errors(timeout):
+            await _acquire(lock)
         try:
-            with FileLock(self.lock_path, timeout=self.lock_timeout):
+            with self._errors(timeout):
                 doc = self._load_raw()
-                result = change(doc)
-                if write_if is None or write_if(result):
-                    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-                    atomic_write_text(self.path, text, mode=FILE_MODE)
-                    self._check_mode(self.path, FILE_MODE)
+            result = await change(doc)
+            if write_if is None or write_if(result):
+                with self._errors(timeout):
+                    self._write(doc)
+        finally:
+            lock.release()
+        return result
+
+    @contextmanager
+    def _errors(self, timeout: float) -> Iterator[None]:
+        try:
+            yield
         except LockTimeoutError:
             raise CredentialError(
-                f"timed out after {self.lock_timeout:g}s waiting for {self.lock_path}: another fastagent "
+                f"timed out after {timeout:g}s waiting for {self.lock_path}: another fastagent "
                 "process is writing credentials; try again"
             ) from None
         except OSError as exc:
             raise CredentialError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        return result
+
+    def _write(self, doc: dict[str, Any]) -> None:
+        self._secure_directory()  # re-applied on every write, a login renewal mid-run included
+        text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+        atomic_write_text(self.path, text, mode=FILE_MODE)
+        self._check_mode(self.path, FILE_MODE)
 
     def _load_raw(self) -> dict[str, Any]:
         try:
@@ -142,6 +202,19 @@ class AuthStore:
                 f"{path} has mode {actual:04o} after chmod {wanted:04o} (does this filesystem ignore "
                 "permissions?); refusing to keep credentials there"
             )
+
+
+async def _acquire(lock: FileLock) -> None:
+    """Wait for ``lock`` in a worker thread; if the waiter is cancelled, a lock the thread still
+    obtains is released at once instead of being held until the process exits."""
+    waiter = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+    try:
+        await asyncio.shield(waiter)
+    except asyncio.CancelledError:
+        waiter.add_done_callback(
+            lambda done: None if done.cancelled() or done.exception() else lock.release()
+        )
+        raise
 
 
 def _api_key(entry: Any) -> str | None:

@@ -23,6 +23,7 @@ from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
 from fastagent_cli.errors import ModelError, SessionError, UsageError
+from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
 from fastagent_cli.models.thinking import clamp_thinking, supported_levels
 from fastagent_cli.models.types import THINKING_LEVELS, ModelInfo, ThinkingLevel
@@ -175,10 +176,8 @@ class ChatController:
             self.thinking_requested = clamp_thinking(level, info)
         line = f"model {info.spec} for session {self.session} (thinking {self.thinking})"
         credential = self.agent.credential(info)
-        if credential.key is None and credential.source == "(none found)":
-            envs = " or ".join(info.api_key_env) or "an apiKey in models.json"
-            line += f"; warning: no API key for {info.provider} (set {envs}, "
-            line += f"or run `fastagent login {info.provider}`)"
+        if credential.missing:
+            line += f"; warning: no API key for {info.provider} ({missing_hint(info)})"
         return line
 
     async def set_thinking(self, level: str) -> str:

@@ -1,10 +1,13 @@
-"""``fastagent login [provider]`` and ``fastagent logout [provider]``: API keys in ``auth.json``.
+"""``fastagent login [provider]`` and ``fastagent logout [provider]``: API keys and subscription
+logins in ``auth.json``.
 
-``login`` asks for the key hidden, verifies it with one request (see :mod:`fastagent_cli.auth.verify`)
-and stores it: a rejected key (401/403) is not kept and the key is asked again; an inconclusive
-check (network, quota, server error) keeps the key and prints the provider's message. It needs a
-terminal: with ``--no-input`` or piped stdin it fails at once (set the provider's environment
-variable, or put it in the agent's ``.env``, instead).
+``login`` offers, per provider, a subscription login (OAuth: Claude Pro/Max for ``anthropic``,
+ChatGPT Plus/Pro for ``openai-codex``, GitHub Copilot for ``github-copilot``; see
+:mod:`fastagent_cli.cli.oauth_login`) and/or an API key. A key is asked for hidden, verified with
+one request (see :mod:`fastagent_cli.auth.verify`) and stored: a rejected key (401/403) is not kept
+and the key is asked again; an inconclusive check (network, quota, server error) keeps the key and
+prints the provider's message. It needs a terminal: with ``--no-input`` or piped stdin it fails at
+once, naming the environment variable to set instead.
 
 Which file: ``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > the agent's ``<state root>/auth.json``;
 outside any agent, the global ``~/.fastagent/auth.json`` (said on stderr). Inside an agent but not at
@@ -24,12 +27,22 @@ from fastagent_cli.cli.common import run_async, say
 from fastagent_cli.errors import CredentialError, UsageError
 
 if TYPE_CHECKING:
+    from fastagent_cli.auth.oauth import OAuthProvider
     from fastagent_cli.auth.paths import AuthTarget
     from fastagent_cli.auth.store import AuthStore
     from fastagent_cli.auth.verify import Verdict
     from fastagent_cli.models.registry import ModelRegistry, ProviderInfo
 
-__all__ = ["ask", "interactive", "interactive_login", "key_providers", "login", "logout"]
+__all__ = [
+    "ask",
+    "interactive",
+    "interactive_login",
+    "key_providers",
+    "login",
+    "login_provider",
+    "login_providers",
+    "logout",
+]
 
 MAX_ATTEMPTS = 5
 
@@ -51,9 +64,60 @@ def ask(message: str, *, secret: bool = False, choices: Sequence[str] = ()) -> s
         raise click.Abort() from None
 
 
+def _oauth(name: str) -> OAuthProvider | None:
+    from fastagent_cli.auth.oauth import OAUTH_PROVIDERS
+
+    return OAUTH_PROVIDERS.get(name)
+
+
 def key_providers(registry: ModelRegistry) -> dict[str, ProviderInfo]:
-    """Providers that take an API key (catalog ones with an env var, custom ones with ``apiKey``)."""
-    return {name: p for name, p in registry.providers.items() if p.needs_key}
+    """Providers that take an API key (catalog ones with an env var, custom ones with ``apiKey``);
+    GitHub Copilot's variables hold GitHub tokens, not keys, so it logs in only by subscription."""
+    out = {}
+    for name, info in registry.providers.items():
+        oauth = _oauth(name)
+        if info.needs_key and (oauth is None or oauth.api_key_login):
+            out[name] = info
+    return out
+
+
+def login_providers(registry: ModelRegistry) -> dict[str, ProviderInfo]:
+    """Providers ``login`` can store a credential for: key ones and subscription ones."""
+    keys = key_providers(registry)
+    return {name: p for name, p in registry.providers.items() if name in keys or _oauth(name)}
+
+
+def _methods(info: ProviderInfo, registry: ModelRegistry) -> list[tuple[str, str]]:
+    methods = []
+    oauth = _oauth(info.name)
+    if oauth is not None:
+        methods.append(("oauth", oauth.title))
+    if info.name in key_providers(registry):
+        methods.append(("api_key", f"{info.title} API key"))
+    return methods
+
+
+def login_provider(info: ProviderInfo, store: AuthStore, registry: ModelRegistry) -> None:
+    """Log in to ``info``: pick the method when it has several, then run it."""
+    methods = _methods(info, registry)
+    method = methods[0][0]
+    if len(methods) > 1:
+        click.echo(f"Log in to {info.title} with:")
+        for number, (_, title) in enumerate(methods, 1):
+            click.echo(f"  {number}  {title}")
+        while True:
+            answer = ask(f"Method [1-{len(methods)}]: ")
+            if answer.isdigit() and 1 <= int(answer) <= len(methods):
+                method = methods[int(answer) - 1][0]
+                break
+            click.echo(f"Type a number from 1 to {len(methods)}.")
+    oauth = _oauth(info.name)
+    if method == "oauth" and oauth is not None:
+        from fastagent_cli.cli.oauth_login import run_oauth_login
+
+        run_oauth_login(oauth, info, store)
+    else:
+        interactive_login(info, store)
 
 
 def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
@@ -99,14 +163,19 @@ def _global_note(target: AuthTarget) -> None:
         )
 
 
-def _choose_provider(providers: dict[str, ProviderInfo], store: AuthStore) -> ProviderInfo:
-    stored = set(store.providers())
+def _choose_provider(
+    providers: dict[str, ProviderInfo], store: AuthStore, registry: ModelRegistry
+) -> ProviderInfo:
+    stored = store.logins()
     names = list(providers)
     click.echo("Log in to which provider?")
     for number, (name, info) in enumerate(providers.items(), 1):
-        status = "stored" if name in stored else next((v for v in info.api_key_env if os.environ.get(v)), "")
-        env = ", ".join(info.api_key_env) or "models.json apiKey"
-        click.echo(f"  {number:>2}  {name:<12} {env:<28} {status}".rstrip())
+        kinds = [kind for kind, _ in _methods(info, registry)]
+        how = " or ".join({"oauth": "subscription", "api_key": "API key"}[kind] for kind in kinds)
+        env = ", ".join(info.api_key_env) or ("" if kinds == ["oauth"] else "models.json apiKey")
+        found = next((v for v in info.api_key_env if os.environ.get(v)), "")
+        status = {"api_key": "stored", "oauth": "logged in"}.get(stored.get(name, ""), found)
+        click.echo(f"  {number:>2}  {name:<15} {how:<23} {env:<44} {status}".rstrip())
     while True:
         answer = ask(f"Provider [1-{len(names)} or name]: ", choices=names)
         if answer.isdigit() and 1 <= int(answer) <= len(names):
@@ -129,19 +198,30 @@ def login(provider: str | None, auth_path: str | None, no_input: bool) -> None:
     writes ~/.fastagent/auth.json.
     """
     target, store, registry = _open(auth_path)
-    providers = key_providers(registry)
+    providers = login_providers(registry)
     if provider is not None and provider not in providers:
         reason = "takes no API key" if provider in registry.providers else "is not a known provider"
-        raise UsageError(f'"{provider}" {reason}; providers that take a key: {", ".join(providers)}')
+        raise UsageError(f'"{provider}" {reason}; providers you can log in to: {", ".join(providers)}')
     if no_input or not interactive():
-        envs = (", ".join(providers[provider].api_key_env) if provider else "") or "the provider's variable"
-        raise CredentialError(
-            f"login reads the key from a terminal{' (--no-input)' if no_input else ''}; without one, "
-            f"set {envs} in the environment or the agent's .env instead"
-        )
+        raise CredentialError(_no_terminal(providers.get(provider or ""), no_input, target))
     _global_note(target)
-    info = providers[provider] if provider else _choose_provider(providers, store)
-    interactive_login(info, store)
+    info = providers[provider] if provider else _choose_provider(providers, store, registry)
+    login_provider(info, store, registry)
+
+
+def _no_terminal(info: ProviderInfo | None, no_input: bool, target: AuthTarget) -> str:
+    why = " (--no-input)" if no_input else ""
+    if info is not None and not info.api_key_env and _oauth(info.name) is not None:
+        return (
+            f"login opens a browser and reads from a terminal{why}; {info.name} has no environment "
+            f"variable: run `fastagent login {info.name}` in a terminal (it saves to {target.path}, "
+            "which FASTAGENT_AUTH_PATH can point other agents at)"
+        )
+    envs = (", ".join(info.api_key_env) if info else "") or "the provider's variable"
+    return (
+        f"login reads the key from a terminal{why}; without one, "
+        f"set {envs} in the environment or the agent's .env instead"
+    )
 
 
 @click.command()
@@ -151,7 +231,7 @@ def logout(provider: str | None, auth_path: str | None) -> None:
     """Remove a stored credential (PROVIDER may be omitted when only one is stored)."""
     target, store, registry = _open(auth_path)
     _global_note(target)
-    stored = store.providers() if store.path.exists() else []
+    stored = list(store.logins()) if store.path.exists() else []
     if provider is None:
         if not stored:
             raise CredentialError(f"no stored credentials in {store.path}")

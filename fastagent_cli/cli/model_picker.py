@@ -74,7 +74,7 @@ def provider_choices(
             label = credential.source.split(" (", 1)[0]  # "stored credential (<path>)" -> short form
             out.append(ProviderChoice(provider, READY, f"ready — {label}"))
         else:
-            wanted = " or ".join(provider.api_key_env) or "an API key"
+            wanted = " or ".join(provider.api_key_env) or ("a login" if provider.oauth else "an API key")
             out.append(ProviderChoice(provider, NEEDS_KEY, f"needs {wanted} — login runs next"))
     return sorted(out, key=lambda c: c.rank)
 
@@ -167,10 +167,10 @@ def ensure_model(
     chosen = next((c for c in choices if c.provider.name == spec.partition("/")[0]), None)
     if chosen is not None and chosen.rank == NEEDS_KEY:
         from fastagent_cli.auth.store import AuthStore
-        from fastagent_cli.cli.login_cmd import interactive_login
+        from fastagent_cli.cli.login_cmd import login_provider
 
-        say(f"[fastagent] {spec} needs an API key for {chosen.provider.title} (it goes to {auth})")
-        interactive_login(chosen.provider, AuthStore(auth))
+        say(f"[fastagent] {spec} needs a credential for {chosen.provider.title} (it goes to {auth})")
+        login_provider(chosen.provider, AuthStore(auth), registry)
     from fastagent_cli.cli.config_model import write_model
 
     if write_model(placement.config_path, spec):

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,8 @@ from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.clients import ClientPool
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.turn import TurnFailure, TurnSetup, run_turn
-from fastagent_cli.errors import FastagentError, ModelError, one_line
-from fastagent_cli.models.credentials import Credential, resolve_credential
+from fastagent_cli.errors import FastagentError, ModelError, ProviderError, one_line
+from fastagent_cli.models.credentials import Credential, CredentialSource, FileCredentials, missing_hint
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL, clamp_thinking
 from fastagent_cli.models.types import ContentBlock, ModelInfo, ModelRequest, ThinkingLevel, UserMessage
@@ -73,6 +73,9 @@ class EngineConfig:
     auth_path: Path | None = None
     agent_dir: Path | None = None
     clients: ClientPool | None = None
+    credentials: CredentialSource | None = None
+    """Where keys come from; assembly passes one that renews subscription logins. Without it,
+    ``auth_path`` and the environment are read as they are."""
 
 
 class EngineAgent:
@@ -82,6 +85,7 @@ class EngineAgent:
         for tool in config.tools:
             self.tools.setdefault(tool.name, tool)
         self.clients = config.clients or ClientPool(config.agent_dir)
+        self.credentials = config.credentials or FileCredentials(config.auth_path)
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -135,6 +139,8 @@ class EngineAgent:
         except TurnFailure as exc:
             log.debug("[agent] ■ turn session=%s failed: %s", scope.session, exc.message)
             emit(Failed(one_line(exc.message), exc.retryable))
+        except ProviderError as exc:  # e.g. a login that could not be renewed for now
+            emit(Failed(one_line(exc.message), exc.retryable))
         except FastagentError as exc:
             emit(Failed(one_line(exc.message), False))
         except Exception as exc:  # MUST 2: nothing escapes as a raise
@@ -149,13 +155,11 @@ class EngineAgent:
         context = record.context()
         model = self._session_model(context.model)
         thinking = clamp_thinking(context.thinking_level or self.config.thinking_level, model)
-        credential = self.credential(model)
-        if credential.key is None and credential.source == "(none found)":
-            envs = " or ".join(model.api_key_env) or "an apiKey in models.json"
-            raise FastagentError(
-                f"no API key for provider {model.provider}: set {envs}, "
-                f"or run `fastagent login {model.provider}`"
-            )
+        credential = await self._acquire(model)
+        if credential.missing:
+            raise FastagentError(f"no API key for provider {model.provider}: {missing_hint(model)}")
+        if credential.base_url and credential.base_url != model.base_url:
+            model = replace(model, base_url=credential.base_url)
         system = self.config.system_prompt()
         tools = list(self.tools.values())
         request = ModelRequest(
@@ -186,9 +190,22 @@ class EngineAgent:
         return self.config.registry.resolve(self.config.model)
 
     def credential(self, model: ModelInfo) -> Credential:
+        """Where the key for ``model`` comes from now (no renewal, no network)."""
         if model.api == "scripted":
             return Credential(None, "not needed")
-        return resolve_credential(model, self.config.auth_path)
+        return self.credentials.peek(model)
+
+    async def _acquire(self, model: ModelInfo) -> Credential:
+        """The key for a request: an expired subscription login is renewed first."""
+        if model.api == "scripted":
+            return Credential(None, "not needed")
+        credential = await self.credentials.acquire(model)
+        if credential.expired(now_ms()):
+            raise FastagentError(
+                f"the {model.provider} login expired and this agent cannot renew it: "
+                f"run `fastagent login {model.provider}`"
+            )
+        return credential
 
     # --- session settings ---------------------------------------------------------------------
 

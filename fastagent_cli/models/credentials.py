@@ -1,10 +1,15 @@
 """Where a provider's API key comes from, and what to call that source.
 
 Order: the credential file (``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > ``<state root>/auth.json``;
-there is no silent fallback to another file), then the provider's environment variables (``.env``
-included, since every command loads it into the environment), then a ``models.json`` ``apiKey``.
+there is no silent fallback to another file) with its stored API key, then its subscription login
+(OAuth), then the provider's environment variables (``.env`` included, since every command loads
+it into the environment), then a ``models.json`` ``apiKey``.
 
-``auth.json`` is pi's shape: ``{"openai": {"type": "api_key", "key": "sk-..."}}``.
+``auth.json`` is pi's shape: ``{"openai": {"type": "api_key", "key": "sk-..."},
+"openai-codex": {"type": "oauth", "refresh": "...", "access": "...", "expires": <epoch ms>, ...}}``.
+Reading never refreshes: :class:`FileCredentials` (this module) hands out what the file holds; the
+engine is given a :class:`CredentialSource` whose ``acquire`` may renew an expired login first
+(``fastagent_cli.auth.oauth`` builds the one every assembled agent uses).
 ``apiKey`` values in ``models.json`` may be ``$VAR`` (environment), ``!command`` (its stdout) or
 a literal; a bare upper-case name of a set environment variable is read from it too (pi's rule).
 """
@@ -19,24 +24,62 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, Protocol
 
 from fastagent_cli.errors import CredentialError
 from fastagent_cli.models.types import ModelInfo
 
-__all__ = ["Credential", "read_auth_file", "resolve_credential", "resolve_value"]
+__all__ = [
+    "NONE_FOUND",
+    "Credential",
+    "CredentialSource",
+    "FileCredentials",
+    "missing_hint",
+    "read_auth_file",
+    "resolve_credential",
+    "resolve_value",
+]
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+NONE_FOUND = "(none found)"
+OAUTH_LABEL = "OAuth"
 
 
 @dataclass(frozen=True, slots=True)
 class Credential:
     key: str | None
     source: str
-    """``stored credential (<path>)``, an env var name, ``models.json``, ``not needed`` or
-    ``(none found)``."""
+    """``stored credential (<path>)``, ``OAuth (<path>)``, an env var name, ``models.json``,
+    ``not needed`` or ``(none found)``."""
+    expires: int | None = None
+    """For a subscription login: when the access token expires (epoch milliseconds)."""
+    base_url: str | None = None
+    """An endpoint the login dictates (GitHub Copilot's token names its API host)."""
+
+    @property
+    def missing(self) -> bool:
+        """The model needs a credential and none was found."""
+        return self.key is None and self.source == NONE_FOUND
+
+    @property
+    def is_oauth(self) -> bool:
+        return self.source.startswith(OAUTH_LABEL)
+
+    def expired(self, now_ms: int) -> bool:
+        return self.expires is not None and now_ms >= self.expires
 
 
-def read_auth_file(path: Path) -> dict[str, dict[str, str]]:
+def missing_hint(model: ModelInfo) -> str:
+    """What to do when no credential was found: the variables to set and/or the login to run."""
+    login = f"run `fastagent login {model.provider}`"
+    if model.api_key_env:
+        return f"set {' or '.join(model.api_key_env)}, or {login}"
+    if model.oauth:
+        return login
+    return f"set an apiKey in models.json, or {login}"
+
+
+def read_auth_file(path: Path) -> dict[str, dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -83,11 +126,17 @@ def _run_command(command: str) -> str | None:
 def resolve_credential(
     model: ModelInfo, auth_path: Path | None, env: Mapping[str, str] | None = None
 ) -> Credential:
+    """The credential a request would use now (an expired login is returned as it is)."""
     environ = os.environ if env is None else env
     if auth_path is not None:
-        stored = read_auth_file(auth_path).get(model.provider)
-        if stored and stored.get("type", "api_key") == "api_key" and stored.get("key"):
+        stored = read_auth_file(auth_path).get(model.provider) or {}
+        kind = stored.get("type", "api_key")
+        if kind == "api_key" and isinstance(stored.get("key"), str) and stored["key"]:
             return Credential(stored["key"], f"stored credential ({auth_path})")
+        if kind == "oauth" and isinstance(stored.get("access"), str):
+            expires = stored.get("expires")
+            when = int(expires) if isinstance(expires, int | float) else 0
+            return Credential(stored["access"], f"{OAUTH_LABEL} ({auth_path})", when)
     for name in model.api_key_env:
         if environ.get(name):
             return Credential(environ[name], name)
@@ -95,6 +144,28 @@ def resolve_credential(
         value = resolve_value(model.api_key, environ)
         if value:
             return Credential(value, "models.json")
-    if not model.api_key_env and model.api_key is None:
+    if not model.api_key_env and model.api_key is None and not model.oauth:
         return Credential(None, "not needed")
-    return Credential(None, "(none found)")
+    return Credential(None, NONE_FOUND)
+
+
+class CredentialSource(Protocol):
+    """Where an engine gets credentials: ``peek`` for reports (no network, never blocks on a
+    lock), ``acquire`` right before a request (may renew an expired login)."""
+
+    def peek(self, model: ModelInfo) -> Credential: ...
+
+    async def acquire(self, model: ModelInfo) -> Credential: ...
+
+
+class FileCredentials:
+    """The plain source: what the file and the environment hold, with no renewal."""
+
+    def __init__(self, auth_path: Path | None) -> None:
+        self.auth_path = auth_path
+
+    def peek(self, model: ModelInfo) -> Credential:
+        return resolve_credential(model, self.auth_path)
+
+    async def acquire(self, model: ModelInfo) -> Credential:
+        return self.peek(model)

@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from fastagent_cli.errors import FastagentError
+from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.serving.binding import describe_listen, local_base_url
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 
@@ -50,9 +51,8 @@ def auth_line(service: AgentService) -> str:
         credential = service.agent.credential(info)
     except FastagentError as exc:
         return _row("auth", f"cannot resolve: {exc.message}")
-    if credential.key is None and credential.source == "(none found)":
-        envs = " or ".join(info.api_key_env) or "an apiKey in models.json"
-        return _row("auth", f"(none found): set {envs}, or run `fastagent login {info.provider}`")
+    if credential.missing:
+        return _row("auth", f"{credential.source}: {missing_hint(info)}")
     return _row("auth", credential.source)
 
 

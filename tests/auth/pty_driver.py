@@ -126,6 +126,18 @@ class PtyProcess:
                 )
             self._pump(0.05)
 
+    def expect_stderr(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        """Wait until stderr (a file, not the terminal) matches ``pattern``."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while not (match := regex.search(self.stderr)):
+            if time.monotonic() > deadline or (self._eof and self.proc.poll() is not None):
+                raise AssertionError(
+                    f"stderr never matched {pattern!r}:\n{self.stderr}\n--- terminal:\n{self.text}"
+                )
+            self._pump(0.05)
+        return match
+
     # -- writing
     def send(self, text: str) -> None:
         os.write(self.master, text.encode())

@@ -118,7 +118,7 @@ def test_bad_model_specs(make_agent: AgentFactory, run_cli: RunCli) -> None:
 def test_missing_key_fails_the_turn_readably(make_agent: AgentFactory, run_cli: RunCli) -> None:
     done = run_cli("invoke", "hi", str(make_agent(model="anthropic/claude-sonnet-4-5")))
     assert done.returncode == 1
-    assert "no API key for provider anthropic: set ANTHROPIC_API_KEY" in done.stderr
+    assert "no API key for provider anthropic: set ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY" in done.stderr
 
 
 def test_broken_config_names_file_line_and_column(make_agent: AgentFactory, run_cli: RunCli) -> None:

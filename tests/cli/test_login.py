@@ -191,7 +191,8 @@ def test_no_input_or_no_terminal_is_an_error(agent: Path, home: Path) -> None:
 def test_unknown_or_keyless_provider_is_a_usage_error(agent: Path, home: Path) -> None:
     done = run(["login", "nope"], cwd=agent, home=home)
     assert done.returncode == 2
-    assert '"nope" is not a known provider; providers that take a key: openai, anthropic' in done.stderr
+    known = "providers you can log in to: openai, anthropic, openai-codex, github-copilot, openrouter"
+    assert f'"nope" is not a known provider; {known}' in done.stderr
     keyless = run(["login", "ollama"], cwd=agent, home=home)
     assert keyless.returncode == 2
     assert '"ollama" takes no API key' in keyless.stderr
@@ -243,4 +244,5 @@ def test_custom_models_json_provider_with_api_key(agent: Path, home: Path, serve
         assert term.wait() == 0
     assert stored(auth_file(agent)) == {"vllm": "sk-good"}
     listed = run(["login", "nope"], cwd=agent, home=home)
-    assert "providers that take a key: openai, anthropic" in listed.stderr and "vllm" in listed.stderr
+    assert "providers you can log in to: openai, anthropic, openai-codex" in listed.stderr
+    assert "vllm" in listed.stderr

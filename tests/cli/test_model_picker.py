@@ -261,7 +261,7 @@ def test_picking_a_provider_without_a_key_runs_login_inline(
         term.sendline("sk-good")
         term.expect(ANSWER)
         assert term.wait() == 0
-        assert "openai/gpt-5-mini needs an API key for OpenAI" in term.stderr
+        assert "openai/gpt-5-mini needs a credential for OpenAI" in term.stderr
         assert "OpenAI rejected this key" in term.stderr
     assert AuthStore(agent / ".fastagent" / "auth.json").read() == {
         "openai": {"type": "api_key", "key": "sk-good"}
