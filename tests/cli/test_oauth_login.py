@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -205,3 +206,16 @@ def test_logout_removes_a_subscription_login(tmp_path: Path, home: Path, server:
     )
     assert done.returncode == 0 and f"removed the openai-codex credential from {auth}" in done.stderr
     assert auth_of(agent) == {"openai": {"type": "api_key", "key": "k"}}
+
+
+def test_interrupting_the_device_login_saves_nothing(tmp_path: Path, home: Path, server: OAuthServer) -> None:
+    agent = make_agent(tmp_path, server, "github-copilot/gpt-4o")
+    with PtyProcess(["login", "github-copilot"], cwd=agent, env=env_for(home, server, tmp_path)) as term:
+        term.expect(r"GitHub Enterprise URL or domain")
+        term.sendline("")
+        term.expect(r"Go to \S+ and enter the code:")
+        term.expect_stderr("waiting for the code to be entered")
+        term.proc.send_signal(signal.SIGINT)  # Ctrl+C while polling, as the terminal would send it
+        assert term.wait() == 130
+        assert "Aborted" in term.stderr and "Traceback" not in term.stderr
+    assert not (agent / ".fastagent" / "auth.json").exists()
