@@ -69,7 +69,7 @@ class TerminalLoginUI:
         from prompt_toolkit import PromptSession
 
         try:
-            answer: str = await PromptSession[str]().prompt_async(prompt)
+            answer: str = await PromptSession[str]().prompt_async(prompt, reserve_space_for_menu=0)
         except (EOFError, KeyboardInterrupt):
             raise click.Abort() from None
         return answer.strip()
