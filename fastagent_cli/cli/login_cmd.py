@@ -188,14 +188,13 @@ def _choose_provider(
 @click.command()
 @click.argument("provider", required=False)
 @click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent here).")
-@click.option(
-    "--no-input", is_flag=True, help="Never prompt (login then fails: it reads the key from a terminal)."
-)
+@click.option("--no-input", is_flag=True, help="Never prompt (login then fails: it needs a terminal).")
 def login(provider: str | None, auth_path: str | None, no_input: bool) -> None:
-    """Store a provider's API key, verified at once with one request.
+    """Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot) or store a
+    provider's API key, verified at once with one request.
 
-    Run it at the agent's root (the key goes to its .fastagent/auth.json); outside any agent it
-    writes ~/.fastagent/auth.json.
+    Run it at the agent's root (the credential goes to its .fastagent/auth.json); outside any
+    agent it writes ~/.fastagent/auth.json.
     """
     target, store, registry = _open(auth_path)
     providers = login_providers(registry)

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("fastagent_cli.cli.info_cmd:info", "Show what the agent directory assembles into."),
     "init": ("fastagent_cli.cli.init_cmd:init", "Create an agent directory that runs at once."),
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
-    "login": ("fastagent_cli.cli.login_cmd:login", "Store a provider API key (verified) in auth.json."),
+    "login": ("fastagent_cli.cli.login_cmd:login", "Log in with a subscription or store a verified API key."),
     "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
     "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
     "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
