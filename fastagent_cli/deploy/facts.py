@@ -194,7 +194,7 @@ def gather(directory: str, *, model_flag: str | None, auth_flag: str | None) -> 
 def _model_auth(info: ModelInfo, auth_path: Path) -> ModelAuth:
     from fastagent_cli.auth.store import AuthStore
 
-    if info.provider == "scripted" or (not info.api_key_env and info.api_key is None):
+    if info.provider == "scripted" or (not info.api_key_env and info.api_key is None and not info.oauth):
         return ModelAuth("not_needed")
     entry = AuthStore(auth_path).read().get(info.provider)
     if entry and (entry.get("key") or entry.get("type") == "oauth"):

@@ -173,6 +173,27 @@ def test_stored_credential_travels_as_auth_seed(
     assert "OPENAI_API_KEY" not in (ws / "fastagent" / "fastagent.compose.yml").read_text()
 
 
+def test_a_subscription_login_travels_and_its_absence_gates(
+    tmp_path: Path, run_cli: RunCli, fake_clis: FakeClis, health_server: int
+) -> None:
+    """openai-codex names no environment variable: only its login in auth.json can authenticate it."""
+    import base64
+
+    ws = write_workspace(tmp_path / "ws", 'model = "openai-codex/gpt-5.4"\n')
+    _answer_healthy(fake_clis, health_server)
+    gated = run_cli("deploy", "docker", str(ws), "--run")
+    assert gated.returncode == 1 and "no model credential" in gated.stderr
+    assert not [c for c in fake_clis.calls("docker") if "up" in c["argv"]]
+    auth = ws / "fastagent" / ".fastagent" / "auth.json"
+    auth.parent.mkdir()
+    login = {"type": "oauth", "refresh": "rt", "access": "at", "expires": 1, "accountId": "acct"}
+    auth.write_text(json.dumps({"openai-codex": login}))
+    done = run_cli("deploy", "docker", str(ws), "--run", "--force")
+    assert done.returncode == 0, done.stderr
+    (up,) = [c for c in fake_clis.calls("docker") if "up" in c["argv"]]
+    assert json.loads(base64.b64decode(up["env"]["FASTAGENT_AUTH_SEED"])) == {"openai-codex": login}
+
+
 def test_project_name() -> None:
     assert project_name("My Shop!") == "fastagent-my-shop"
     assert project_name("__") == "fastagent-agent"
