@@ -11,6 +11,7 @@
     ├── ProviderError                        a model API answered with an error (status, retryable)
     ├── SessionError                         a session record cannot be read or written
     ├── ToolError                            a tool cannot be found or loaded
+    ├── ScheduleError                        an unknown schedule or wake-up, unreadable schedule state
     ├── ServeError                           a host cannot bind or a channel cannot start
     └── DeployError                          a deploy gate ("deploy stopped: ...") or a host CLI failure
 
@@ -30,6 +31,7 @@ __all__ = [
     "ModelError",
     "PlacementError",
     "ProviderError",
+    "ScheduleError",
     "ServeError",
     "SessionError",
     "ToolError",
@@ -97,6 +99,10 @@ class SessionError(FastagentError):
 
 
 class ToolError(FastagentError):
+    pass
+
+
+class ScheduleError(FastagentError):
     pass
 
 
