@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fastagent_cli.errors import ConfigError
 
-__all__ = ["CODING_TOOL_NAMES", "CONFIG_NAME", "FastagentConfig", "load_config"]
+__all__ = ["CODING_TOOL_NAMES", "CONFIG_NAME", "FastagentConfig", "load_config", "toml_error_text"]
 
 CONFIG_NAME = "fastagent.toml"
 CODING_TOOL_NAMES = ("read", "bash", "edit", "write")
@@ -197,6 +197,16 @@ def _describe(error: pydantic.ValidationError, path: Path) -> str:
     return f"{path}: {key}: {message}"
 
 
+def toml_error_text(exc: tomllib.TOMLDecodeError) -> str:
+    """``TOML syntax error at line L, column C: <what>``, one line."""
+    text = str(exc)
+    found = re.search(r"\s*\(at line (\d+), column (\d+)\)", text)
+    line, col = (found.group(1), found.group(2)) if found else (getattr(exc, "lineno", None), None)
+    message = text[: found.start()] + text[found.end() :] if found else text
+    where = f" at line {line}, column {col}" if line and col else ""
+    return f"TOML syntax error{where}: {message.strip()}"
+
+
 def load_config(path: Path) -> FastagentConfig:
     try:
         text = path.read_text(encoding="utf-8")
@@ -205,12 +215,7 @@ def load_config(path: Path) -> FastagentConfig:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        text = str(exc)
-        found = re.search(r"\s*\(at line (\d+), column (\d+)\)", text)
-        line, col = (found.group(1), found.group(2)) if found else (getattr(exc, "lineno", None), None)
-        message = text[: found.start()] + text[found.end() :] if found else text
-        where = f" at line {line}, column {col}" if line and col else ""
-        raise ConfigError(f"{path}: TOML syntax error{where}: {message.strip()}") from None
+        raise ConfigError(f"{path}: {toml_error_text(exc)}") from None
     try:
         return FastagentConfig.model_validate(raw)
     except pydantic.ValidationError as exc:
