@@ -9,6 +9,10 @@
   prompt. ``info`` and ``tool`` stop here; it creates nothing on disk.
 * :func:`open_agent_dir` adds the engine (``invoke``, ``chat``, ``dev``, ``start``): a model is
   required, sessions live under the state root, and MCP servers start on the first turn.
+  ``serving=True`` (``dev`` / ``start``) also mounts ``wake`` / ``unwake`` when ``self_schedule``
+  is on.
+* :func:`read_schedules` is the light read ``fastagent schedule ...`` needs: placement, ``.env``,
+  the state root and ``schedules/*.toml``, without importing tools.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from fastagent_cli.definition.live_tools import LiveTools
 from fastagent_cli.definition.placement import Placement, resolve_placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
 from fastagent_cli.definition.report import report_findings, startup_lines
+from fastagent_cli.definition.schedules import ScheduleSet, load_schedules
 from fastagent_cli.definition.skills import Skill
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure, ToolSet, assemble_tools
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
@@ -46,9 +51,11 @@ __all__ = [
     "AgentSurface",
     "DirectoryAgent",
     "OpenedAgent",
+    "ScheduleDir",
     "create_agent",
     "inspect_agent_dir",
     "open_agent_dir",
+    "read_schedules",
     "resolve_model_spec",
 ]
 
@@ -132,6 +139,7 @@ class AgentSurface:
     toolset: ToolSet
     prompt: DefinitionPrompt
     live: LiveTools
+    schedules: ScheduleSet
 
     @property
     def agent_dir(self) -> Path:
@@ -154,9 +162,11 @@ def inspect_agent_dir(
     auth_path: str | None = None,
     tools: Sequence[Tool] = (),
     strict: bool = False,
+    serving: bool = False,
 ) -> AgentSurface:
     """Read the directory into an :class:`AgentSurface`. ``strict``: fail on a missing or unknown
-    model and on a config ``tools`` ref that cannot be imported (else they are reported)."""
+    model and on a config ``tools`` ref that cannot be imported (else they are reported).
+    ``serving``: mount ``wake`` / ``unwake`` when ``self_schedule`` is on."""
     placement = resolve_placement(directory)
     load_dotenv(placement.agent_dir / ".env")
     config = load_config(placement.config_path)
@@ -168,6 +178,8 @@ def inspect_agent_dir(
     toolset = assemble_tools(
         config, placement.agent_dir, placement.workspace, tools, catalog=live.catalog, strict=strict
     )
+    if serving and config.self_schedule:
+        _mount_wake_tools(toolset, state_root)
     live.set_static(toolset.tools)
     prompt = DefinitionPrompt(placement.agent_dir, placement.workspace, live.mounted)
     return AgentSurface(
@@ -183,7 +195,34 @@ def inspect_agent_dir(
         toolset,
         prompt,
         live,
+        load_schedules(placement.agent_dir),
     )
+
+
+def _mount_wake_tools(toolset: ToolSet, state_root: Path) -> None:
+    """The one place ``wake`` / ``unwake`` join the tools (serving with ``self_schedule``)."""
+    from fastagent_cli.state.claims import open_schedule_claims
+    from fastagent_cli.state.clock import system_clock
+    from fastagent_cli.tools.wake import with_wake_tools
+
+    toolset.tools, warnings = with_wake_tools(toolset.tools, open_schedule_claims(state_root), system_clock())
+    toolset.warnings.extend(warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDir:
+    """What ``fastagent schedule ...`` reads: where the state is and the schedule files."""
+
+    placement: Placement
+    state_root: Path
+    schedules: ScheduleSet
+
+
+def read_schedules(directory: str | os.PathLike[str] = ".") -> ScheduleDir:
+    placement = resolve_placement(directory)
+    load_dotenv(placement.agent_dir / ".env")
+    state_root = resolve_state_root(placement.agent_dir, placement.workspace)
+    return ScheduleDir(placement, state_root, load_schedules(placement.agent_dir))
 
 
 def _model(
@@ -316,9 +355,16 @@ def open_agent_dir(
     sessions_dir: str | None = None,
     auth_path: str | None = None,
     tools: Sequence[Tool] = (),
+    serving: bool = False,
 ) -> OpenedAgent:
     surface = inspect_agent_dir(
-        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, tools=tools, strict=True
+        directory,
+        model=model,
+        sessions_dir=sessions_dir,
+        auth_path=auth_path,
+        tools=tools,
+        strict=True,
+        serving=serving,
     )
     assert surface.model_spec is not None and surface.model_source is not None  # strict guarantees it
     placement, config = surface.placement, surface.config

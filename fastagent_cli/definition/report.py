@@ -1,6 +1,6 @@
 """What an opened agent directory reports: warning lines (tool collisions and load failures,
-skill diagnostics, MCP servers that cannot start, settings this version does not serve yet) and the
-startup lines of the serving commands."""
+skill diagnostics, MCP servers that cannot start, schedule files skipped, settings this version
+does not serve yet) and the startup lines of the serving commands."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 __all__ = ["report_findings", "startup_lines"]
 
 _RESERVED = {
-    "self_schedule": "self-scheduling (wake / unwake)",
     "session_control": "the session control plane",
 }
 
@@ -30,6 +29,7 @@ def report_findings(surface: AgentSurface, definition: LoadedDefinition) -> list
     lines += list(definition.warnings)
     lines += [c.message for c in surface.live.collisions]
     lines += surface.live.diagnostics()
+    lines += [f.message for f in surface.schedules.failures]
     for key, feature in _RESERVED.items():
         if getattr(surface.config, key):
             lines.append(

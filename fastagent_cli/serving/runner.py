@@ -165,6 +165,7 @@ async def _serve(
     opening: asyncio.Task[str | None] | None = None
     try:
         _print_startup(service, host, bound)
+        service.start_schedules()
         if options.tunnel and link is None and service.opened.config.session_control:
             log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
         service.ready.add_done_callback(lambda ready: _on_ready(ready, stop))

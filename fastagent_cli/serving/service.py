@@ -18,7 +18,10 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
   appear); ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until
   every long connection is ready;
-* long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``.
+* long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
+* the scheduler is prepared when the agent has ``schedules/*.toml`` or ``self_schedule = true``
+  (its claims are read now, so unreadable schedule state fails here) and armed by
+  :meth:`AgentService.start_schedules`, which ``dev`` / ``start`` call once the server listens.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
@@ -38,6 +42,9 @@ from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
+
+if TYPE_CHECKING:
+    from fastagent_cli.schedules.host import ScheduleHost
 
 __all__ = ["INVOKE_KEY", "AgentService", "ChannelsSummary", "compose_routes", "create_agent_service"]
 
@@ -70,10 +77,18 @@ class AgentService:
     """Resolves when every long connection is ready (at once without any); raises ServeError if
     one fails first."""
     _connections: LongConnections
+    schedules: ScheduleHost | None = None
+    """The scheduler, when the agent has schedules or ``self_schedule``; armed by
+    :meth:`start_schedules`."""
 
     @property
     def agent_dir(self) -> Path:
         return self.opened.agent_dir
+
+    def start_schedules(self) -> None:
+        """Arm the schedules (a missed slot fires once now) and start the wake-up poll."""
+        if self.schedules is not None:
+            self.schedules.start()
 
     @property
     def workspace(self) -> Path:
@@ -83,7 +98,10 @@ class AgentService:
         """Stop long connections (within ``within`` seconds) and close the agent's model clients. Raises
         ServeError if a connection fails to stop in time (the agent is closed anyway)."""
         try:
-            await self._connections.stop(within)
+            if self.schedules is not None:
+                await asyncio.gather(self.schedules.stop(within), self._connections.stop(within))
+            else:
+                await self._connections.stop(within)
         finally:
             await self.agent.aclose()
 
@@ -111,12 +129,15 @@ async def create_agent_service(
     """Open the agent in ``directory``, load its channels, compose the routes and start the long
     connections. Raises the opener's errors (ConfigError, ModelError...) and ServeError for a
     fatal channel setup."""
-    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    opened = open_agent_dir(
+        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, serving=True
+    )
     agent = opened.agent
     try:
         ctx = ChannelContext(agent, opened.state_root.resolve())
         loaded = load_channels(opened.agent_dir, ctx)
         loaded.raise_if_invalid()
+        schedules = await _prepare_schedules(opened)
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         routes = compose_routes(loaded, agent, connections.is_ready)
         handler = build_router(routes)
@@ -129,4 +150,12 @@ async def create_agent_service(
     )
     if loaded.disabled:
         log.debug("[fastagent] disabled channels: %s", ", ".join(p.name for p in loaded.disabled))
-    return AgentService(handler, agent, routes, opened, summary, loaded, connections.ready, connections)
+    return AgentService(
+        handler, agent, routes, opened, summary, loaded, connections.ready, connections, schedules
+    )
+
+
+async def _prepare_schedules(opened: OpenedAgent) -> ScheduleHost | None:
+    from fastagent_cli.schedules.host import prepare_schedule_host  # agents without schedules skip it
+
+    return await prepare_schedule_host(opened)

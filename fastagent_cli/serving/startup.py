@@ -88,6 +88,9 @@ def startup_report(service: AgentService, host: str | None, port: int) -> Startu
     report.lines.append(_row("routes", ", ".join(service.routes)))
     if service.channels.long_connections:
         report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
+    if service.schedules is not None:
+        report.lines.extend(service.schedules.startup_lines())
+        report.warnings.extend(service.schedules.warnings)
     report.serving.append(f"http host on {describe_listen(host, port)}")
     if service.channels.builtin_invoke:
         report.serving.append(curl_line(host, port))
