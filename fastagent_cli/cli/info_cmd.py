@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INFO_KEYS", "info", "info_document"]
 
-INFO_SCHEMA = 1
+INFO_SCHEMA = 2
 INFO_KEYS = (
     "schema",
     "agentDir",
@@ -52,6 +52,7 @@ INFO_KEYS = (
     "mcpDiagnostics",
     "channels",
     "schedules",
+    "scheduleFailures",
     "selfSchedule",
     "sessionControl",
     "stateRoot",
@@ -118,7 +119,8 @@ def info_document(
         ],
         "mcpDiagnostics": surface.live.diagnostics(),
         "channels": _names(surface.agent_dir / "channels", "*.py"),
-        "schedules": _names(surface.agent_dir / "schedules", "*.toml"),
+        "schedules": _schedules(surface),
+        "scheduleFailures": [{"file": f.file, "error": f.error} for f in surface.schedules.failures],
         "selfSchedule": surface.config.self_schedule,
         "sessionControl": surface.config.session_control,
         "stateRoot": str(surface.state_root),
@@ -127,6 +129,16 @@ def info_document(
     }
     assert tuple(doc) == INFO_KEYS
     return doc
+
+
+def _schedules(surface: AgentSurface) -> list[dict[str, Any]]:
+    """Each loaded schedule with its next instant (``null`` when its cron never fires again)."""
+    if not surface.schedules.schedules:
+        return []
+    from fastagent_cli.state.clock import system_clock
+
+    now = system_clock().now()
+    return [s.to_json(now) for s in surface.schedules.schedules]
 
 
 async def _probe_mcp(surface: AgentSurface) -> list[Tool]:
@@ -165,7 +177,8 @@ def _print_text(doc: dict[str, Any]) -> None:
         found = ", ".join(server["tools"]) or "(no tools)"
         line("mcp", f"{server['name']}: {server['command']} {' '.join(server['args'])} -> {found}".strip())
     line("channels", ", ".join(doc["channels"]) or "(none)")
-    line("schedules", ", ".join(doc["schedules"]) or "(none)")
+    shown = [f"{s['name']} (next {s['next'] or 'never'})" for s in doc["schedules"]]
+    line("schedules", ", ".join(shown) or "(none)")
     line("selfSchedule", "on" if doc["selfSchedule"] else "off")
     line("state", doc["stateRoot"])
     line("sessions", doc["sessionsDir"])
@@ -181,6 +194,7 @@ def _print_text(doc: dict[str, Any]) -> None:
         for c in doc["skillCollisions"]
     ]
     warnings += doc["mcpDiagnostics"]
+    warnings += [f"{f['file']}: {f['error']} (skipped)" for f in doc["scheduleFailures"]]
     for warning in warnings:
         sys.stderr.write(f"[fastagent] warn: {warning}\n")
 

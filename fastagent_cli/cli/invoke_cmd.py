@@ -22,7 +22,7 @@ from fastagent_cli.cli.common import (
 )
 from fastagent_cli.errors import UsageError
 
-__all__ = ["invoke"]
+__all__ = ["invoke", "stream_turn"]
 
 
 def _read_message(message: str | None) -> str:
@@ -68,12 +68,15 @@ def invoke(
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")
     if opened.placement.hint:
         say(opened.placement.hint)
-    ok = run_async(_run(opened.agent, session or str(uuid.uuid4()), text, as_json))
+    ok = run_async(stream_turn(opened.agent, session or str(uuid.uuid4()), text, as_json))
     if not ok:
         raise SystemExit(1)
 
 
-async def _run(agent: object, session: str, text: str, as_json: bool) -> bool:
+async def stream_turn(agent: object, session: str, text: str, as_json: bool) -> bool:
+    """Run one turn of ``agent`` (an EngineAgent, closed at the end) the way ``invoke`` shows it:
+    the answer on stdout, tool lines and failures on stderr (``as_json``: every event as a JSON
+    line on stdout). Returns whether the turn completed (``fire`` shares it)."""
     from fastagent_cli.contract import (
         Completed,
         Failed,

@@ -37,6 +37,7 @@ def _messy_agent(root: Path) -> Path:
     (agent / "channels" / "telegram.py").write_text("# a channel\n")
     (agent / "channels" / "slack.py.disabled").write_text("# off\n")
     (agent / "schedules" / "digest.toml").write_text('cron = "0 9 * * *"\nprompt = "x"\n')
+    (agent / "schedules" / "bad.toml").write_text('cron = "0 9 * * *"\n')
     return agent
 
 
@@ -74,7 +75,19 @@ def test_problems_are_reported_and_exit_is_zero(tmp_path: Path, run_cli: RunCli)
             "path": str(agent.resolve() / "skills/nodesc/SKILL.md"),
         }
     ]
-    assert (doc["channels"], doc["schedules"]) == (["telegram"], ["digest"])
+    assert doc["channels"] == ["telegram"]
+    [digest] = doc["schedules"]
+    assert {k: v for k, v in digest.items() if k != "next"} == {
+        "name": "digest",
+        "file": "schedules/digest.toml",
+        "cron": "0 9 * * *",
+        "tz": "UTC",
+        "prompt": "x",
+    }
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT09:00:00\.000Z", digest["next"])
+    assert doc["scheduleFailures"] == [
+        {"file": "schedules/bad.toml", "error": 'missing "prompt" (the instruction each run starts with)'}
+    ]
     assert doc["stateRoot"] == str(agent.resolve() / ".fastagent")
     assert doc["sessionsDir"] == str(agent.resolve() / ".fastagent" / "sessions")
 
@@ -89,10 +102,13 @@ def test_text_output(tmp_path: Path, run_cli: RunCli) -> None:
     assert "tools:        read (coding), search_tools (builtin search_tools)" in lines
     assert "deferred:     later (activated via search_tools)" in lines
     assert "channels:     telegram" in lines
+    assert any(re.fullmatch(r"schedules:    digest \(next \S+T09:00:00\.000Z\)", line) for line in lines)
     warnings = done.stderr.splitlines()
     assert '[fastagent] warn: tool "read" (tools/read.py) is shadowed by coding tool' in warnings
     assert "[fastagent] warn: tools/broken.py: RuntimeError: boom at import (skipped)" in warnings
     assert any(w.endswith("skills/nodesc/SKILL.md: description is required") for w in warnings)
+    bad = 'schedules/bad.toml: missing "prompt" (the instruction each run starts with) (skipped)'
+    assert f"[fastagent] warn: {bad}" in warnings
 
 
 def test_mcp_servers_are_listed_and_a_broken_one_is_a_diagnostic(tmp_path: Path, run_cli: RunCli) -> None:

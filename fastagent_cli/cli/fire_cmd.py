@@ -1,0 +1,91 @@
+"""``fastagent fire <name> [dir]``: run one schedule's turn now, for authoring.
+
+The turn runs in the schedule's own session (``schedule:<name>``), as the scheduler would run it,
+but the claims (``fires.json``) are not touched, so the next cron slot still fires. Output is
+``invoke``'s: the answer on stdout, tool lines on stderr, ``--json`` for events; exit 1 if the turn
+failed. An unknown name exits 1 naming the schedules found and where they were looked for; a
+schedule file with a problem exits 1 with the problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from fastagent_cli.cli.common import (
+    auth_path_option,
+    dir_argument,
+    model_option,
+    run_async,
+    say,
+    sessions_dir_option,
+)
+from fastagent_cli.errors import ScheduleError
+
+if TYPE_CHECKING:
+    from fastagent_cli.definition.schedules import Schedule, ScheduleSet
+
+__all__ = ["display_path", "find_schedule", "fire"]
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it, else absolute."""
+    try:
+        relative = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return str(path)
+    return str(relative) if str(relative) != "." else "."
+
+
+def find_schedule(found: ScheduleSet, name: str) -> Schedule:
+    """The schedule ``name``, or a ScheduleError that says why there is none."""
+    schedule = found.get(name)
+    if schedule is not None:
+        return schedule
+    broken = found.failure_for(name)
+    if broken is not None:
+        raise ScheduleError(f'schedule "{name}" cannot run: {broken.file}: {broken.error}')
+    available = ", ".join(found.names) or "(none)"
+    raise ScheduleError(
+        f'unknown schedule "{name}" (looked in {display_path(found.directory)}). available: {available}'
+    )
+
+
+@click.command()
+@click.argument("name")
+@dir_argument
+@model_option
+@click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@sessions_dir_option
+@auth_path_option
+@click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
+def fire(
+    name: str,
+    directory: str,
+    model: str | None,
+    as_json: bool,
+    sessions_dir: str | None,
+    auth_path: str | None,
+    no_input: bool,
+) -> None:
+    """Run schedule NAME of the agent in DIR (default .) now, in its session schedule:NAME.
+
+    The schedule's claims are not touched: its next cron slot still fires.
+    """
+    from fastagent_cli.assembly import open_agent_dir, read_schedules
+    from fastagent_cli.cli.invoke_cmd import stream_turn
+    from fastagent_cli.cli.model_picker import ensure_model
+
+    schedule = find_schedule(read_schedules(directory).schedules, name)
+    model = ensure_model(directory, model, no_input, auth_path=auth_path)
+    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    if not as_json:
+        say(f"[fastagent] fire: {name} (session {schedule.session}, {opened.model_spec})")
+        for failure in opened.surface.schedules.failures:
+            say(f"[fastagent] warn: {failure.message}")
+    if opened.placement.hint:
+        say(opened.placement.hint)
+    if not run_async(stream_turn(opened.agent, schedule.session, schedule.prompt, as_json)):
+        raise SystemExit(1)

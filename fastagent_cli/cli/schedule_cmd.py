@@ -1,0 +1,170 @@
+"""``fastagent schedule list|history|cancel``: what will fire, what did, and the operator's kill
+switch for wake-ups.
+
+* ``list [dir] [--json]``: one line per schedule (``schedule  <name> <next> cron <expr> [tz]``)
+  and per pending wake-up (``wake      <id> <fireAt> one-shot|cron <expr> session=<s> <prompt>``);
+  ``--json`` prints ``{schedules: [{name, file, cron, tz, prompt, next}], wakeups: [...],
+  scheduleFailures: [{file, error}]}``.
+* ``history <name|wake> [dir] [--json]``: the last 20 runs from ``runs.jsonl``,
+  ``<firedAt>  <outcome> <ms>ms  <reply or error, first 100 chars>``; ``--json`` prints every
+  record. No runs is a message on stderr, not an error.
+* ``cancel <id> [dir]``: remove any pending wake-up, whichever session set it (the agent's own
+  ``unwake`` only reaches its session's). An unknown id exits 1.
+
+``list`` and ``history`` read only; none of them needs a model or imports the agent's tools.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from fastagent_cli.cli.common import dir_argument, run_async, say
+from fastagent_cli.errors import ScheduleError
+
+if TYPE_CHECKING:
+    from fastagent_cli.assembly import ScheduleDir
+    from fastagent_cli.state.claims import Wakeup
+    from fastagent_cli.state.clock import Clock
+
+__all__ = ["HISTORY_TAIL", "history_lines", "list_document", "list_lines", "schedule"]
+
+HISTORY_TAIL = 20
+_REPLY_PREVIEW = 100
+_PROMPT_PREVIEW = 60
+
+
+@click.group()
+def schedule() -> None:
+    """List schedules and wake-ups, show run history, cancel a wake-up."""
+
+
+def _read(directory: str) -> ScheduleDir:
+    from fastagent_cli.assembly import read_schedules
+    from fastagent_cli.logging_setup import configure_logging
+
+    configure_logging("warn")  # store warnings (a malformed wake-up entry) as WARN lines
+    return read_schedules(directory)
+
+
+def _zone(tz: str | None) -> str:
+    return f" {tz}" if tz and tz != "UTC" else ""
+
+
+def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> dict[str, Any]:
+    now = clock.now()
+    return {
+        "schedules": [s.to_json(now) for s in found.schedules.schedules],
+        "wakeups": [w.to_json() for w in wakeups],
+        "scheduleFailures": [{"file": f.file, "error": f.error} for f in found.schedules.failures],
+    }
+
+
+def list_lines(doc: dict[str, Any]) -> list[str]:
+    lines = []
+    for s in doc["schedules"]:
+        lines.append(f"schedule  {s['name']:<20} {s['next'] or '(never)'}  cron {s['cron']}{_zone(s['tz'])}")
+    for w in doc["wakeups"]:
+        kind = f"cron {w['cron']}{_zone(w.get('tz'))}" if "cron" in w else "one-shot"
+        prompt = " ".join(w["prompt"].split())[:_PROMPT_PREVIEW]
+        lines.append(f"wake      {w['id']}  {w['fireAt']}  {kind}  session={w['session']}  {prompt}")
+    return lines
+
+
+@schedule.command("list")
+@dir_argument
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def list_command(directory: str, as_json: bool) -> None:
+    """List schedules with their next run, and pending wake-ups.
+
+    Reads the agent in DIR (default .); creates nothing.
+    """
+    from fastagent_cli.state.claims import open_schedule_claims
+    from fastagent_cli.state.clock import system_clock
+
+    found = _read(directory)
+    try:
+        wakeups = run_async(open_schedule_claims(found.state_root).wakeups())
+    except OSError as exc:
+        raise ScheduleError(f"cannot read the pending wake-ups: {exc}") from None
+    doc = list_document(found, wakeups, system_clock())
+    for failure in found.schedules.failures:
+        say(f"[fastagent] warn: {failure.message}")
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    lines = list_lines(doc)
+    if not lines:
+        say(f"nothing scheduled — no schedules/ files, no pending wake-ups (state: {found.state_root})")
+    for line in lines:
+        click.echo(line)
+
+
+def history_lines(records: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in records[-HISTORY_TAIL:]:
+        text = r.get("reply") if r.get("outcome") == "completed" else r.get("error")
+        preview = " ".join(str(text or "").split())[:_REPLY_PREVIEW]
+        lines.append(
+            f"{r.get('firedAt', '?')}  {r.get('outcome', '?'):<9} {r.get('ms', 0):>6}ms  {preview}".rstrip()
+        )
+    return lines
+
+
+@schedule.command("history")
+@click.argument("name")
+@dir_argument
+@click.option("--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
+def history_command(name: str, directory: str, as_json: bool) -> None:
+    """Show the last runs of schedule NAME (or of wake-ups: wake).
+
+    Reads the agent in DIR (default .): the last 20 runs, or every run with --json.
+    """
+    from fastagent_cli.state.run_log import RunLog
+
+    found = _read(directory)
+    runs = RunLog(found.state_root / "schedule")
+    try:
+        records = runs.records(name)
+    except OSError as exc:
+        raise ScheduleError(f"cannot read {runs.path}: {exc.strerror or exc}") from None
+    if as_json:
+        click.echo(json.dumps(records, indent=2, ensure_ascii=False))
+        return
+    if not records:
+        known = "" if name == "wake" or found.schedules.get(name) else _known(found)
+        say(f'no runs recorded for "{name}" (state: {found.state_root}){known}')
+        return
+    for line in history_lines(records):
+        click.echo(line)
+    if len(records) > HISTORY_TAIL:
+        say(f"(the last {HISTORY_TAIL} of {len(records)} runs; --json prints them all)")
+
+
+def _known(found: ScheduleDir) -> str:
+    names = ", ".join([*found.schedules.names, "wake"])
+    return f"; known names: {names}"
+
+
+@schedule.command("cancel")
+@click.argument("wake_id", metavar="ID")
+@dir_argument
+def cancel_command(wake_id: str, directory: str) -> None:
+    """Cancel a pending wake-up, whichever conversation set it.
+
+    ID is what `fastagent schedule list` shows; DIR is the agent (default .).
+    """
+    from fastagent_cli.state.claims import open_schedule_claims
+
+    found = _read(directory)
+    try:
+        removed = run_async(open_schedule_claims(found.state_root).remove_wakeup(wake_id))
+    except OSError as exc:
+        raise ScheduleError(f"cannot change the pending wake-ups: {exc}") from None
+    if not removed:
+        raise ScheduleError(
+            f"no pending wake-up {wake_id} (state: {found.state_root}) — `fastagent schedule list` shows ids"
+        )
+    say(f"[fastagent] cancelled wake-up {wake_id}")
