@@ -8,10 +8,11 @@ switch for wake-ups.
 * ``history <name|wake> [dir] [--json]``: the last 20 runs from ``runs.jsonl``,
   ``<firedAt>  <outcome> <ms>ms  <reply or error, first 100 chars>``; ``--json`` prints every
   record. No runs is a message on stderr, not an error.
-* ``cancel <id> [dir]``: remove any pending wake-up, whichever session set it (the agent's own
-  ``unwake`` only reaches its session's). An unknown id exits 1.
+* ``cancel <id> [dir] [--json]``: remove any pending wake-up, whichever session set it (the
+  agent's own ``unwake`` only reaches its session's); ``--json`` prints ``{cancelled: <entry>}``.
+  An unknown id exits 1.
 
-``list`` and ``history`` read only; none of them needs a model or imports the agent's tools.
+``list`` and ``history`` only read; none of them needs a model or imports the agent's tools.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ def _known(found: ScheduleDir) -> str:
 @schedule.command("cancel")
 @click.argument("wake_id", metavar="ID")
 @dir_argument
-def cancel_command(wake_id: str, directory: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the cancelled wake-up as JSON.")
+def cancel_command(wake_id: str, directory: str, as_json: bool) -> None:
     """Cancel a pending wake-up, whichever conversation set it.
 
     ID is what `fastagent schedule list` shows; DIR is the agent (default .).
@@ -159,12 +161,20 @@ def cancel_command(wake_id: str, directory: str) -> None:
     from fastagent_cli.state.claims import open_schedule_claims
 
     found = _read(directory)
+    claims = open_schedule_claims(found.state_root)
+
+    async def cancel() -> Wakeup | None:
+        entry = next((w for w in await claims.wakeups() if w.id == wake_id), None)
+        return entry if await claims.remove_wakeup(wake_id) else None
+
     try:
-        removed = run_async(open_schedule_claims(found.state_root).remove_wakeup(wake_id))
+        removed = run_async(cancel())
     except OSError as exc:
         raise ScheduleError(f"cannot change the pending wake-ups: {exc}") from None
-    if not removed:
+    if removed is None:
         raise ScheduleError(
             f"no pending wake-up {wake_id} (state: {found.state_root}) — `fastagent schedule list` shows ids"
         )
+    if as_json:
+        click.echo(json.dumps({"cancelled": removed.to_json()}, indent=2, ensure_ascii=False))
     say(f"[fastagent] cancelled wake-up {wake_id}")

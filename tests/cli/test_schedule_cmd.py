@@ -188,6 +188,10 @@ def test_cancel_removes_any_sessions_wake(agent: Path, run_cli: RunCli) -> None:
     assert done.stderr == "[fastagent] cancelled wake-up 9f1e-rec\n"
     left = json.loads((agent / ".fastagent" / "schedule" / "wakeups.json").read_text())
     assert [w["id"] for w in left] == ["0b7c-one"]
+    done = run_cli("schedule", "cancel", "0b7c-one", str(agent), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"cancelled": WAKES[0]}
+    assert json.loads((agent / ".fastagent" / "schedule" / "wakeups.json").read_text()) == []
 
 
 def test_cancel_of_an_unknown_id_exits_1(agent: Path, run_cli: RunCli) -> None:
