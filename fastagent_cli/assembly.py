@@ -9,8 +9,8 @@
   prompt. ``info`` and ``tool`` stop here; it creates nothing on disk.
 * :func:`open_agent_dir` adds the engine (``invoke``, ``chat``, ``dev``, ``start``): a model is
   required, sessions live under the state root, and MCP servers start on the first turn.
-  ``serving=True`` (``dev`` / ``start``) also mounts ``wake`` / ``unwake`` when ``self_schedule``
-  is on.
+  ``wake_tools=True`` (the serving path, where the scheduler polls wake-ups) also mounts
+  ``wake`` / ``unwake`` when ``self_schedule`` is on.
 * :func:`read_schedules` is the light read ``fastagent schedule ...`` needs: placement, ``.env``,
   the state root and ``schedules/*.toml``, without importing tools.
 """
@@ -162,11 +162,11 @@ def inspect_agent_dir(
     auth_path: str | None = None,
     tools: Sequence[Tool] = (),
     strict: bool = False,
-    serving: bool = False,
+    wake_tools: bool = False,
 ) -> AgentSurface:
     """Read the directory into an :class:`AgentSurface`. ``strict``: fail on a missing or unknown
     model and on a config ``tools`` ref that cannot be imported (else they are reported).
-    ``serving``: mount ``wake`` / ``unwake`` when ``self_schedule`` is on."""
+    ``wake_tools``: mount ``wake`` / ``unwake`` when ``self_schedule`` is on."""
     placement = resolve_placement(directory)
     load_dotenv(placement.agent_dir / ".env")
     config = load_config(placement.config_path)
@@ -178,7 +178,7 @@ def inspect_agent_dir(
     toolset = assemble_tools(
         config, placement.agent_dir, placement.workspace, tools, catalog=live.catalog, strict=strict
     )
-    if serving and config.self_schedule:
+    if wake_tools and config.self_schedule:
         _mount_wake_tools(toolset, state_root)
     live.set_static(toolset.tools)
     prompt = DefinitionPrompt(placement.agent_dir, placement.workspace, live.mounted)
@@ -200,7 +200,7 @@ def inspect_agent_dir(
 
 
 def _mount_wake_tools(toolset: ToolSet, state_root: Path) -> None:
-    """The one place ``wake`` / ``unwake`` join the tools (serving with ``self_schedule``)."""
+    """The one place ``wake`` / ``unwake`` join the tools (the serving path, ``self_schedule``)."""
     from fastagent_cli.state.claims import open_schedule_claims
     from fastagent_cli.state.clock import system_clock
     from fastagent_cli.tools.wake import with_wake_tools
@@ -355,7 +355,7 @@ def open_agent_dir(
     sessions_dir: str | None = None,
     auth_path: str | None = None,
     tools: Sequence[Tool] = (),
-    serving: bool = False,
+    wake_tools: bool = False,
 ) -> OpenedAgent:
     surface = inspect_agent_dir(
         directory,
@@ -364,7 +364,7 @@ def open_agent_dir(
         auth_path=auth_path,
         tools=tools,
         strict=True,
-        serving=serving,
+        wake_tools=wake_tools,
     )
     assert surface.model_spec is not None and surface.model_source is not None  # strict guarantees it
     placement, config = surface.placement, surface.config

@@ -226,17 +226,17 @@ def test_reserved_settings_are_reported_not_claimed(make_agent: AgentFactory) ->
 
 def test_wake_tools_are_mounted_only_when_serving_with_self_schedule(make_agent: AgentFactory) -> None:
     on = make_agent(config="self_schedule = true\ncoding_tools = false\n", name="on")
-    assert open_agent_dir(on, serving=True).tool_names == ["wake", "unwake"]
+    assert open_agent_dir(on, wake_tools=True).tool_names == ["wake", "unwake"]
     assert open_agent_dir(on).tool_names == []  # invoke, chat, fire: not the serving path
     off = make_agent(config="coding_tools = false\n", name="off")
-    assert open_agent_dir(off, serving=True).tool_names == []
+    assert open_agent_dir(off, wake_tools=True).tool_names == []
 
 
 def test_an_agent_tool_named_wake_or_unwake_replaces_both_builtins(make_agent: AgentFactory) -> None:
     own = 'from fastagent_cli import tool\n\n\n@tool\ndef unwake(k: str) -> str:\n    """Mine."""\n'
     own += "    return k\n"
     agent = make_agent({"tools/unwake.py": own}, config="self_schedule = true\ncoding_tools = false\n")
-    opened = open_agent_dir(agent, serving=True)
+    opened = open_agent_dir(agent, wake_tools=True)
     assert opened.tool_names == ["unwake"]
     assert opened.agent.tools["unwake"].source == "tools/unwake.py"
     assert any("replaces the built-in wake and unwake" in f for f in opened.diagnostics())

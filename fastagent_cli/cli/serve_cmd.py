@@ -95,11 +95,15 @@ def _finish(outcome: Outcome) -> None:
 
 def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
     from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.schedules.host import prepare_schedule_host
     from fastagent_cli.serving.runner import serve_foreground
 
     no_input = options.no_input or link is not None  # a worker never prompts
     model = ensure_model(options.directory, options.model, no_input, auth_path=options.auth_path)
-    _finish(run_async(serve_foreground(dataclasses.replace(options, model=model), link)))
+    served = serve_foreground(
+        dataclasses.replace(options, model=model), link, scheduler=prepare_schedule_host
+    )
+    _finish(run_async(served))
 
 
 @click.command("start")

@@ -28,7 +28,7 @@ from fastagent_cli.serving.binding import (
     resolve_port,
 )
 from fastagent_cli.serving.host import Server, serve
-from fastagent_cli.serving.service import AgentService, create_agent_service
+from fastagent_cli.serving.service import AgentService, SchedulerFactory, create_agent_service
 from fastagent_cli.serving.startup import startup_report
 from fastagent_cli.serving.tunnel import Tunnel
 from fastagent_cli.serving.worker_link import WorkerLink
@@ -119,10 +119,13 @@ class ShutdownSignal:
         self.event.set()
 
 
-async def serve_foreground(options: ServeOptions, link: WorkerLink | None = None) -> Outcome:
+async def serve_foreground(
+    options: ServeOptions, link: WorkerLink | None = None, *, scheduler: SchedulerFactory | None = None
+) -> Outcome:
     """Serve the agent in ``options.directory`` until told to stop. Raises the opener's errors and
     ServeError (bind failure, channel setup, a long connection that failed). ``link``: this is a
-    dev worker (report ready to the supervisor, bind its port, stop when it goes away)."""
+    dev worker (report ready to the supervisor, bind its port, stop when it goes away).
+    ``scheduler``: run the agent's schedules and wake-ups too (armed once the server listens)."""
     stop = ShutdownSignal()
     stop.install()
     try:
@@ -139,6 +142,7 @@ async def serve_foreground(options: ServeOptions, link: WorkerLink | None = None
             sessions_dir=options.sessions_dir,
             auth_path=options.auth_path,
             on_channel_closed=channel_closed,
+            scheduler=scheduler,
         )
         return await _serve(service, options, stop, link)
     finally:

@@ -19,9 +19,11 @@ way to mount a whole agent inside an app. Composition (core design section 7):
   appear); ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until
   every long connection is ready;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
-* the scheduler is prepared when the agent has ``schedules/*.toml`` or ``self_schedule = true``
-  (its claims are read now, so unreadable schedule state fails here) and armed by
-  :meth:`AgentService.start_schedules`, which ``dev`` / ``start`` call once the server listens.
+* with ``scheduler`` (``dev`` / ``start`` pass
+  :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
+  when ``self_schedule`` is on and the scheduler is prepared now (reading its state, so unreadable
+  schedule state fails here); :meth:`AgentService.start_schedules` arms it once the server
+  listens. Without it, the service runs no schedules.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
@@ -43,10 +45,15 @@ from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
 
-if TYPE_CHECKING:
-    from fastagent_cli.schedules.host import ScheduleHost
-
-__all__ = ["INVOKE_KEY", "AgentService", "ChannelsSummary", "compose_routes", "create_agent_service"]
+__all__ = [
+    "INVOKE_KEY",
+    "AgentService",
+    "BackgroundHost",
+    "ChannelsSummary",
+    "SchedulerFactory",
+    "compose_routes",
+    "create_agent_service",
+]
 
 log = logging.getLogger("fastagent.host")
 
@@ -63,6 +70,22 @@ class ChannelsSummary:
     """Whether the built-in ``/invoke`` is mounted (only when no channel file is enabled)."""
 
 
+class BackgroundHost(Protocol):
+    """A host that runs beside the HTTP one on the same agent: the scheduler."""
+
+    warnings: list[str]
+
+    def startup_lines(self) -> list[str]: ...
+
+    def start(self) -> None: ...
+
+    async def stop(self, within: float) -> None: ...
+
+
+SchedulerFactory = Callable[[OpenedAgent], Awaitable[BackgroundHost | None]]
+"""Builds the scheduler for an opened agent (``None``: nothing to schedule)."""
+
+
 @dataclass(slots=True)
 class AgentService:
     handler: Handler
@@ -77,9 +100,9 @@ class AgentService:
     """Resolves when every long connection is ready (at once without any); raises ServeError if
     one fails first."""
     _connections: LongConnections
-    schedules: ScheduleHost | None = None
-    """The scheduler, when the agent has schedules or ``self_schedule``; armed by
-    :meth:`start_schedules`."""
+    schedules: BackgroundHost | None = None
+    """The scheduler, when one was asked for and the agent has schedules or ``self_schedule``;
+    armed by :meth:`start_schedules`."""
 
     @property
     def agent_dir(self) -> Path:
@@ -125,19 +148,25 @@ async def create_agent_service(
     sessions_dir: str | None = None,
     auth_path: str | None = None,
     on_channel_closed: CloseCallback | None = None,
+    scheduler: SchedulerFactory | None = None,
 ) -> AgentService:
-    """Open the agent in ``directory``, load its channels, compose the routes and start the long
-    connections. Raises the opener's errors (ConfigError, ModelError...) and ServeError for a
-    fatal channel setup."""
+    """Open the agent in ``directory``, load its channels, compose the routes, prepare the
+    scheduler (when ``scheduler`` is given) and start the long connections. Raises the opener's
+    errors (ConfigError, ModelError...), ScheduleError for unreadable schedule state and
+    ServeError for a fatal channel setup."""
     opened = open_agent_dir(
-        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, serving=True
+        directory,
+        model=model,
+        sessions_dir=sessions_dir,
+        auth_path=auth_path,
+        wake_tools=scheduler is not None,
     )
     agent = opened.agent
     try:
         ctx = ChannelContext(agent, opened.state_root.resolve())
         loaded = load_channels(opened.agent_dir, ctx)
         loaded.raise_if_invalid()
-        schedules = await _prepare_schedules(opened)
+        schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         routes = compose_routes(loaded, agent, connections.is_ready)
         handler = build_router(routes)
@@ -153,9 +182,3 @@ async def create_agent_service(
     return AgentService(
         handler, agent, routes, opened, summary, loaded, connections.ready, connections, schedules
     )
-
-
-async def _prepare_schedules(opened: OpenedAgent) -> ScheduleHost | None:
-    from fastagent_cli.schedules.host import prepare_schedule_host  # agents without schedules skip it
-
-    return await prepare_schedule_host(opened)

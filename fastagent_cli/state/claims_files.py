@@ -10,7 +10,7 @@ the new one. Reads take no lock and create nothing. The blocking work runs in a 
 A file that is not JSON (or not the right shape) is ignored with a warning and set aside as
 ``<name>.corrupt-<time>`` before the next write replaces it; a malformed entry is left out with a
 warning (logged in full) and is gone after the next write. An unreadable file is a storage fault
-(:class:`~fastagent_cli.state.claims.ClaimsUnavailable`). Checking for a due wake-up costs one
+(:class:`~fastagent_cli.state.wakeup.ClaimsUnavailable`). Checking for a due wake-up costs one
 ``stat`` while the file is unchanged, so a poll over thousands of pending wake-ups stays free.
 """
 
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fastagent_cli.state.atomic import atomic_write_json
-from fastagent_cli.state.claims import ClaimsUnavailable, TooManyWakeups, Wakeup
 from fastagent_cli.state.clock import format_instant, parse_instant
 from fastagent_cli.state.cron import next_after
 from fastagent_cli.state.locks import FileLock
+from fastagent_cli.state.wakeup import ClaimsUnavailable, TooManyWakeups, Wakeup
 
 __all__ = ["FIRES_FILE", "LOCK_FILE", "WAKEUPS_FILE", "FileClaims"]
 
@@ -45,7 +45,8 @@ _Stamp = tuple[int, int, int, int]
 
 
 class FileClaims:
-    """:class:`~fastagent_cli.state.claims.ScheduleClaims` over files in ``directory``."""
+    """The schedule claims (:class:`~fastagent_cli.state.claims.ScheduleClaims`) as files in
+    ``directory``."""
 
     def __init__(self, directory: Path, lock_timeout: float = 10.0) -> None:
         self.directory = Path(directory)
