@@ -22,6 +22,7 @@ from fastagent_cli.cli.common import (
     say,
     sessions_dir_option,
 )
+from fastagent_cli.cli.completers import schedule_names
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def find_schedule(found: ScheduleSet, name: str) -> Schedule:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=schedule_names)
 @dir_argument
 @model_option
 @click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say
+from fastagent_cli.cli.completers import schedule_names
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def history_lines(records: list[dict[str, Any]]) -> list[str]:
 
 
 @schedule.command("history")
-@click.argument("name")
+@click.argument("name", shell_complete=schedule_names)
 @dir_argument
 @click.option("--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
 def history_command(name: str, directory: str, as_json: bool) -> None:

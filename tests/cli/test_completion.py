@@ -84,6 +84,8 @@ def test_zsh_and_fish_protocols(workspace: Path) -> None:
     assert _complete("fish", ["tool", ""], workspace / "shop") == ["plain,read", "plain,lookup_order"]
     specs = _complete("fish", ["invoke", "hi", "--model", "vllm/"], workspace / "shop")
     assert specs == ["plain,vllm/q"]
+    assert _complete("fish", ["fire", "d"], workspace / "shop") == ["plain,daily"]
+    assert _complete("fish", ["schedule", "history", ""], workspace / "shop") == ["plain,daily"]
 
 
 def test_bash_script_end_to_end(workspace: Path, tmp_path: Path) -> None:
