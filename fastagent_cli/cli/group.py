@@ -1,4 +1,4 @@
-"""The click group: commands are resolved from :data:`~fastagent_cli.cli.main.COMMANDS` on demand,
+"""The click group: commands are resolved from :data:`~fastagent_cli.cli.table.COMMANDS` on demand,
 and a mistyped command gets a suggestion instead of running."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fastagent_cli._version import __version__
+from fastagent_cli.cli.table import COMMANDS
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -65,7 +66,7 @@ class LazyGroup(click.Group):
 def build_cli() -> click.Group:
     @click.group(
         cls=LazyGroup,
-        lazy=_commands(),
+        lazy=COMMANDS,
         context_settings={"help_option_names": ["-h", "--help"]},
         invoke_without_command=False,
     )
@@ -80,9 +81,3 @@ def build_cli() -> click.Group:
         """
 
     return cli
-
-
-def _commands() -> dict[str, tuple[str, str]]:
-    from fastagent_cli.cli.main import COMMANDS
-
-    return COMMANDS

@@ -39,8 +39,16 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fastagent_cli.errors import ConfigError
+from fastagent_cli.tools.mcp_config import McpServerConfig
 
-__all__ = ["CODING_TOOL_NAMES", "CONFIG_NAME", "FastagentConfig", "load_config", "toml_error_text"]
+__all__ = [
+    "CODING_TOOL_NAMES",
+    "CONFIG_NAME",
+    "FastagentConfig",
+    "McpServerConfig",
+    "load_config",
+    "toml_error_text",
+]
 
 CONFIG_NAME = "fastagent.toml"
 CODING_TOOL_NAMES = ("read", "bash", "edit", "write")
@@ -91,13 +99,6 @@ class DeployConfig(_Strict):
             if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name):
                 raise ValueError(f"{name!r} is not a Debian package name")
         return value
-
-
-class McpServerConfig(_Strict):
-    command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
 
 
 class FastagentConfig(_Strict):

@@ -39,12 +39,13 @@ from fastagent_cli.engine.clients import ClientPool
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.turn import TurnFailure, TurnSetup, run_turn
 from fastagent_cli.errors import FastagentError, ModelError, ProviderError, one_line
+from fastagent_cli.messages import now_ms
 from fastagent_cli.models.credentials import Credential, CredentialSource, FileCredentials, missing_hint
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL, clamp_thinking
 from fastagent_cli.models.types import ContentBlock, ModelInfo, ModelRequest, ThinkingLevel, UserMessage
 from fastagent_cli.sessions.inherit import Inheritance
-from fastagent_cli.sessions.record import SessionRecord, now_ms
+from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import Tool
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from fastagent_cli.contract import AgentEvent, ToolEnded, ToolStarted
 from fastagent_cli.engine.activation import ActivationState
-from fastagent_cli.models.types import ToolCall, ToolResultMessage
-from fastagent_cli.sessions.record import SessionRecord, now_ms
+from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
+from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
 
 __all__ = ["ABORTED_TOOL_TEXT", "run_tool_batch"]

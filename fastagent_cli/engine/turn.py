@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -22,18 +21,17 @@ from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.errors import FastagentError, ProviderError
-from fastagent_cli.models.scripted import TOOL_BUDGET_NOTE
-from fastagent_cli.models.types import (
+from fastagent_cli.messages import (
+    TOOL_BUDGET_NOTE,
     AssistantMessage,
     Message,
-    ModelClient,
-    ModelRequest,
-    StreamDelta,
     ToolCall,
     Usage,
     UserMessage,
     empty_usage,
+    now_ms,
 )
+from fastagent_cli.models.types import ModelClient, ModelRequest, StreamDelta
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import Tool
 
@@ -154,6 +152,6 @@ def _with_note(messages: Sequence[Message]) -> list[Message]:
     note: UserMessage = {
         "role": "user",
         "content": [{"type": "text", "text": TOOL_BUDGET_NOTE}],
-        "timestamp": time.time_ns() // 1_000_000,
+        "timestamp": now_ms(),
     }
     return [*messages, note]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from fastagent_cli.errors import ProviderError
+from fastagent_cli.messages import StopReason, now_ms
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -34,13 +34,8 @@ __all__ = [
     "wire_arguments",
 ]
 
-StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 NO_RESULT_TEXT = "No result provided"
 INVALID_JSON_KEY = "_invalid_json"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def default_max_tokens(request: ModelRequest) -> int:

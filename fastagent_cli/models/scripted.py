@@ -39,13 +39,13 @@ import inspect
 import json
 import re
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 from fastagent_cli.errors import ModelError, ProviderError
+from fastagent_cli.messages import TOOL_BUDGET_NOTE, now_ms
 from fastagent_cli.models.types import (
     AssistantMessage,
     Message,
@@ -57,11 +57,6 @@ from fastagent_cli.models.types import (
 )
 
 __all__ = ["TOOL_BUDGET_NOTE", "ScriptedModel", "ScriptedRequest", "load_scripted"]
-
-TOOL_BUDGET_NOTE = (
-    "[fastagent] The tool budget for this turn is exhausted. Tools are no longer available: "
-    "answer now with what you have."
-)
 
 Step: TypeAlias = Mapping[str, Any] | str
 Responder: TypeAlias = Callable[["ScriptedRequest"], Step | Awaitable[Step]]
@@ -181,7 +176,7 @@ class ScriptedModel:
             "model": request.model.id,
             "usage": usage,
             "stopReason": "toolUse" if calls else "stop",
-            "timestamp": time.time_ns() // 1_000_000,
+            "timestamp": now_ms(),
         }
         yield message
 

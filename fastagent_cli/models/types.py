@@ -1,20 +1,39 @@
-"""The engine's model vocabulary: pi's message shapes, model descriptions, requests and the
-stream every wire client produces.
+"""The model vocabulary: model descriptions, requests and the stream every wire client produces.
 
-Messages are plain dicts in pi's on-disk form (camelCase keys), so a session line is the message
-as the engine holds it, with no conversion on the hot path.
+pi's message shapes live one floor down, in :mod:`fastagent_cli.messages` (shared with
+``sessions/``); they are re-exported here for the wire clients.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict
+from typing import Any, Literal, Protocol, TypeAlias
+
+from fastagent_cli.messages import (
+    THINKING_LEVELS,
+    AssistantBlock,
+    AssistantMessage,
+    ContentBlock,
+    Cost,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    empty_usage,
+)
 
 __all__ = [
     "THINKING_LEVELS",
+    "AssistantBlock",
     "AssistantMessage",
     "ContentBlock",
+    "Cost",
     "ImageContent",
     "Message",
     "ModelClient",
@@ -32,102 +51,9 @@ __all__ = [
     "empty_usage",
 ]
 
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
-THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
-
 Api: TypeAlias = str
 """``openai-completions``, ``openai-responses``, ``openai-codex-responses``, ``anthropic-messages``
 or ``scripted``."""
-
-
-class TextContent(TypedDict):
-    type: Literal["text"]
-    text: str
-    textSignature: NotRequired[str]
-    """The Responses API message item this text came from (pi's ``{"v":1,"id":...}``)."""
-
-
-class ImageContent(TypedDict):
-    type: Literal["image"]
-    data: str
-    mimeType: str
-
-
-class ThinkingContent(TypedDict):
-    type: Literal["thinking"]
-    thinking: str
-    thinkingSignature: NotRequired[str]
-
-
-class ToolCall(TypedDict):
-    type: Literal["toolCall"]
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-ContentBlock: TypeAlias = TextContent | ImageContent
-AssistantBlock: TypeAlias = TextContent | ThinkingContent | ToolCall
-
-
-class Cost(TypedDict):
-    input: float
-    output: float
-    cacheRead: float
-    cacheWrite: float
-    total: float
-
-
-class Usage(TypedDict):
-    input: int
-    output: int
-    cacheRead: int
-    cacheWrite: int
-    totalTokens: int
-    cost: Cost
-
-
-def empty_usage() -> Usage:
-    return {
-        "input": 0,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 0,
-        "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0},
-    }
-
-
-class UserMessage(TypedDict):
-    role: Literal["user"]
-    content: list[ContentBlock] | str
-    timestamp: int
-
-
-class AssistantMessage(TypedDict):
-    role: Literal["assistant"]
-    content: list[AssistantBlock]
-    api: str
-    provider: str
-    model: str
-    usage: Usage
-    stopReason: Literal["stop", "length", "toolUse", "error", "aborted"]
-    timestamp: int
-    errorMessage: NotRequired[str]
-
-
-class ToolResultMessage(TypedDict):
-    role: Literal["toolResult"]
-    toolCallId: str
-    toolName: str
-    content: list[ContentBlock]
-    isError: bool
-    timestamp: int
-    details: NotRequired[Any]
-    addedToolNames: NotRequired[list[str]]
-
-
-Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
 @dataclass(frozen=True, slots=True)

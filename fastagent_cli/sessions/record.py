@@ -8,14 +8,13 @@ append for the durable store, nothing for the in-memory one) before it is visibl
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from fastagent_cli.models.types import Message, ThinkingLevel, ToolResultMessage
+from fastagent_cli.messages import Message, ThinkingLevel, ToolResultMessage, now_ms
 
 __all__ = [
     "INTERRUPTED_TOOL_TEXT",
@@ -39,10 +38,6 @@ Sink = Callable[[Sequence[Entry]], None]
 
 def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def new_header(session: str, cwd: str, parent_session: str | None = None) -> Entry:

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fastagent_cli.models.types import ContentBlock, ToolSpec
+from fastagent_cli.messages import ContentBlock
+from fastagent_cli.models.types import ToolSpec
 
 if TYPE_CHECKING:
     from fastagent_cli.sessions.record import SessionRecord

@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.definition.config import McpServerConfig
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
 from fastagent_cli.tools.mcp.connection import StartFailure
 from fastagent_cli.tools.mcp.convert import tool_name
 from fastagent_cli.tools.mcp.server import McpServer
+from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = ["RETRY_START_S", "McpToolSource"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import mcp_types
 
-from fastagent_cli.models.types import ContentBlock
+from fastagent_cli.messages import ContentBlock
 from fastagent_cli.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
 

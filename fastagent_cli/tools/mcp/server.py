@@ -9,10 +9,10 @@ from typing import Any
 
 import mcp_types
 
-from fastagent_cli.definition.config import McpServerConfig
 from fastagent_cli.tools.base import ToolResult, text_result
 from fastagent_cli.tools.mcp.connection import Connection, ConnectionLost, StartFailure
 from fastagent_cli.tools.mcp.convert import describe_error, tool_result
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 

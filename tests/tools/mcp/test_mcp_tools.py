@@ -19,10 +19,10 @@ import pytest
 
 from fastagent_cli.assembly import create_agent
 from fastagent_cli.contract import AgentEvent, Completed, ToolEnded, ToolStarted
-from fastagent_cli.definition.config import McpServerConfig
 from fastagent_cli.models.scripted import ScriptedModel
 from fastagent_cli.tools.base import Tool, ToolContext
 from fastagent_cli.tools.mcp import McpToolSource
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from tests.conformance.suite import drain
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
@@ -235,7 +235,7 @@ async def test_aclose_stops_the_server_process(make_source: SourceFactory) -> No
 def test_no_task_destroyed_warning_or_leftover_process_in_a_real_process(tmp_path: Path) -> None:
     script = f"""
 import asyncio, sys
-from fastagent_cli.definition.config import McpServerConfig
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from fastagent_cli.tools.mcp import McpToolSource
 from fastagent_cli.tools.base import ToolContext
 
