@@ -4,9 +4,13 @@
   by id is a direct path, so opening a session costs the same with 10 or 10 000 stored sessions.
   A new record is published complete (header written to a temp file, then hard-linked into
   place), so the user's question survives a crash and open-or-create stays idempotent across
-  processes. The lease is an ``flock`` on ``.locks/<name>.lock``: one in-flight turn per session,
-  across threads *and* processes, released by the kernel if a process dies.
+  processes. Entries are appended with the state layer's whole-line JSONL append. The lease is a
+  :class:`~fastagent_cli.state.locks.FileLock` on ``.locks/<name>.lock``: one in-flight turn per
+  session, across threads *and* processes, released by the kernel if a process dies.
 * :class:`MemorySessionStore` keeps records in a dict, for embedding and tests.
+
+Opening for a turn repairs the record (dangling tool calls get an interrupted result, written at
+once); :meth:`SessionStore.read` is for display and never repairs or writes.
 
 Both stores inherit: a new session created with a ``parent_session`` starts from the parent's
 active path (see :mod:`fastagent_cli.sessions.inherit`).
@@ -16,18 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from fastagent_cli.errors import SessionError
+from fastagent_cli.messages import message_text
 from fastagent_cli.sessions.encoding import encode_session_id
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
+from fastagent_cli.sessions.listing import SessionSummary, list_sessions, summarize
 from fastagent_cli.sessions.parsed import ParsedFiles
 from fastagent_cli.sessions.record import SessionRecord, new_header
-from fastagent_cli.state.atomic import dumps_line
+from fastagent_cli.state.atomic import append_jsonl, dumps_line
+from fastagent_cli.state.locks import FileLock
 
 __all__ = ["FileSessionStore", "Inheritance", "MemorySessionStore", "Release", "SessionStore"]
 
@@ -38,11 +45,31 @@ _THREAD_THRESHOLD = 256 * 1024
 
 
 class SessionStore(Protocol):
-    async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord: ...
+    async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
+        """The record to write a turn into (created, or repaired when it has dangling calls)."""
+        ...
 
-    async def open_if_exists(self, session: str) -> SessionRecord | None: ...
+    async def open_if_exists(self, session: str) -> SessionRecord | None:
+        """Like :meth:`open_or_create` for an existing record; ``None`` when there is none."""
+        ...
 
-    def try_lease(self, session: str) -> Release | None: ...
+    async def read(self, session: str) -> SessionRecord | None:
+        """The record as stored, for display: never repaired, never written (its appends stay in
+        memory)."""
+        ...
+
+    def try_lease(self, session: str) -> Release | None:
+        """The session's write lease, or ``None`` at once when a turn (or a settings write) holds
+        it."""
+        ...
+
+    def location(self, session: str) -> Path | None:
+        """Where the record lives (``None`` in memory)."""
+        ...
+
+    def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
+        """Stored sessions, most recently written first (blocking IO: call it off the loop)."""
+        ...
 
 
 class MemorySessionStore:
@@ -52,6 +79,7 @@ class MemorySessionStore:
     def __init__(self, cwd: str | os.PathLike[str] | None = None) -> None:
         self.cwd = str(Path(cwd or os.getcwd()).resolve())
         self._records: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        self._modified: dict[str, float] = {}
         self._leased: set[str] = set()
 
     async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
@@ -63,16 +91,46 @@ class MemorySessionStore:
                 if parent is not None:
                     entries = inherited_entries(parent, inherit)
             self._records[session] = (header, entries)
+            self._modified[session] = time.time()
         return self._view(session)
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
         return self._view(session) if session in self._records else None
 
+    async def read(self, session: str) -> SessionRecord | None:
+        if session not in self._records:
+            return None
+        header, entries = self._records[session]
+        return SessionRecord(session, header, list(entries))
+
     def _view(self, session: str) -> SessionRecord:
         header, entries = self._records[session]
-        record = SessionRecord(session, header, list(entries), sink=entries.extend)
+
+        def sink(new: Sequence[dict[str, Any]]) -> None:
+            entries.extend(new)
+            self._modified[session] = time.time()
+
+        record = SessionRecord(session, header, list(entries), sink=sink)
         record.reconcile()
         return record
+
+    def location(self, session: str) -> Path | None:
+        return None
+
+    def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
+        found = []
+        for session, (_, entries) in self._records.items():
+            first = next(
+                (
+                    message_text(e["message"])
+                    for e in entries
+                    if e.get("type") == "message" and e.get("message", {}).get("role") == "user"
+                ),
+                "",
+            )
+            found.append(summarize(session, None, first, self._modified[session]))
+        found.sort(key=lambda s: s.modified, reverse=True)
+        return found if limit is None else found[:limit]
 
     def try_lease(self, session: str) -> Release | None:
         if session in self._leased:
@@ -111,6 +169,15 @@ class FileSessionStore:
         return record
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
+        record = await self.read(session)
+        if record is None:
+            return None
+        path = self.path_for(session)
+        writable = SessionRecord(session, record.header, record.entries, sink=lambda e: _append(path, e))
+        writable.reconcile()
+        return writable
+
+    async def read(self, session: str) -> SessionRecord | None:
         path = self.path_for(session)
         try:
             if self._parsed.pending_bytes(path) > _THREAD_THRESHOLD:
@@ -122,9 +189,13 @@ class FileSessionStore:
             return None
         if not lines or lines[0].get("type") != "session":
             raise SessionError(f"{path} is not a session record (no header line)")
-        record = SessionRecord(session, lines[0], lines[1:], sink=lambda e: _append(path, e))
-        record.reconcile()
-        return record
+        return SessionRecord(session, lines[0], lines[1:])
+
+    def location(self, session: str) -> Path | None:
+        return self.path_for(session)
+
+    def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
+        return list_sessions(self.directory, limit)
 
     def _publish(self, path: Path, lines: Sequence[dict[str, Any]]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -143,20 +214,8 @@ class FileSessionStore:
                 os.unlink(tmp)
 
     def try_lease(self, session: str) -> Release | None:
-        locks = self.directory / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        fd = os.open(locks / f"{encode_session_id(session)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-
-        def release() -> None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-        return release
+        lock = FileLock(self.directory / ".locks" / f"{encode_session_id(session)}.lock")
+        return lock.release if lock.try_acquire() else None
 
     def sessions(self) -> list[Path]:
         """Every record file (for listings; per-turn paths never call this)."""
@@ -166,17 +225,7 @@ class FileSessionStore:
 
 
 def _append(path: Path, entries: Sequence[dict[str, Any]]) -> None:
-    payload = "".join(dumps_line(e) + "\n" for e in entries).encode("utf-8")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        append_jsonl(path, entries, create=False)
     except FileNotFoundError as exc:
         raise SessionError(f"session record {path} was deleted during the turn") from exc
-    try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            payload = b"\n" + payload  # after a torn last line (a crash), start on a line of our own
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)

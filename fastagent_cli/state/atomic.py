@@ -3,7 +3,8 @@
 * A JSON document is replaced atomically: write a temp file in the same directory, fsync it,
   rename it over the target, fsync the directory.
 * A JSONL record is appended as one whole line with one ``write`` on an ``O_APPEND`` descriptor,
-  so a crash leaves at most a torn *last* line, which :func:`read_jsonl` ignores.
+  so a crash leaves at most a torn *last* line, which :func:`read_jsonl` ignores; the next append
+  starts on a line of its own instead of gluing a record onto it.
 """
 
 from __future__ import annotations
@@ -68,13 +69,19 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         return None
 
 
-def append_jsonl(path: str | os.PathLike[str], records: Iterable[Any], *, fsync: bool = False) -> None:
-    """Append records as whole lines with a single write."""
+def append_jsonl(
+    path: str | os.PathLike[str], records: Iterable[Any], *, fsync: bool = False, create: bool = True
+) -> None:
+    """Append records as whole lines with a single write. ``create=False``: the file must exist
+    (:class:`FileNotFoundError` otherwise)."""
     payload = "".join(dumps_line(r) + "\n" for r in records).encode("utf-8")
     if not payload:
         return
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # after a torn last line (a crash), start on a line of our own
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
