@@ -9,6 +9,9 @@ Order (one file, never a fallback from one file to another):
 After the file, :func:`~fastagent_cli.models.credentials.resolve_credential` tries the provider's
 environment variables (``.env`` included). Outside any agent, ``login`` writes the global file
 ``~/.fastagent/auth.json``; inside an agent but not at its root it refuses, naming the root.
+
+Reading the directory (placement, ``.env``, the state root) is assembly's job
+(:func:`fastagent_cli.assembly.locate_agent`); this module only applies the order to what it read.
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from fastagent_cli.definition.config import CONFIG_NAME
-from fastagent_cli.definition.dotenv import load_dotenv
-from fastagent_cli.definition.placement import Placement, resolve_placement
-from fastagent_cli.errors import PlacementError
-from fastagent_cli.state.paths import STATE_DIRNAME, resolve_override, resolve_state_root
+from fastagent_cli.definition.placement import Placement
+from fastagent_cli.state.paths import STATE_DIRNAME, resolve_override
 
 __all__ = [
     "AUTH_FILENAME",
+    "AgentRoots",
     "AuthTarget",
     "global_auth_path",
+    "outside_any_agent",
     "resolve_auth_path",
     "resolve_auth_target",
 ]
@@ -72,27 +76,30 @@ class AuthTarget:
         return None if self.placement is None else self.placement.agent_dir / "models.json"
 
 
+class AgentRoots(Protocol):
+    """What the credential order needs of a located agent (assembly's ``AgentLocation``)."""
+
+    @property
+    def placement(self) -> Placement: ...
+
+    @property
+    def state_root(self) -> Path: ...
+
+
 def resolve_auth_target(
-    directory: str | os.PathLike[str] = ".", flag: str | None = None, env: Mapping[str, str] | None = None
+    agent: AgentRoots | None,
+    directory: str | os.PathLike[str] = ".",
+    flag: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> AuthTarget:
     """The credential file for ``login``/``logout`` run in ``directory``.
 
-    At an agent (or a workspace holding one) it is the agent's file; outside any agent the global
-    one (unless ``--auth-path``/``FASTAGENT_AUTH_PATH`` names another). Any other placement problem
-    (inside an agent but not at its root, several agents) is raised as is.
+    ``agent`` is the agent located there (its ``.env`` already applied), or ``None`` outside any
+    agent: then it is the global file (unless ``--auth-path``/``FASTAGENT_AUTH_PATH`` names another).
     """
     environ = os.environ if env is None else env
-    try:
-        placement: Placement | None = resolve_placement(directory, environ)
-    except PlacementError:
-        if not _outside_any_agent(Path(os.path.expanduser(os.fspath(directory))), environ):
-            raise
-        placement = None
-    if placement is not None:
-        if env is None:  # the agent's .env may set FASTAGENT_AUTH_PATH, as for every command
-            load_dotenv(placement.agent_dir / ".env")
-        workspace = placement.workspace
-        state_root = resolve_state_root(placement.agent_dir, workspace, environ)
+    if agent is not None:
+        workspace, state_root = agent.placement.workspace, agent.state_root
     else:
         workspace = Path(os.path.expanduser(os.fspath(directory))).resolve()
         state_root = global_auth_path().parent
@@ -102,11 +109,11 @@ def resolve_auth_target(
     elif environ.get(AUTH_PATH_ENV):
         source = AUTH_PATH_ENV
     else:
-        source = "agent" if placement is not None else "global"
-    return AuthTarget(path, source, placement)
+        source = "agent" if agent is not None else "global"
+    return AuthTarget(path, source, agent.placement if agent is not None else None)
 
 
-def _outside_any_agent(directory: Path, env: Mapping[str, str]) -> bool:
+def outside_any_agent(directory: Path, env: Mapping[str, str]) -> bool:
     """No agent at, above or directly below ``directory`` (and none asserted by FASTAGENT_AGENT)."""
     if env.get("FASTAGENT_AGENT") or not directory.is_dir():
         return False

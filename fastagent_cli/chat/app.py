@@ -170,7 +170,7 @@ class ChatApp:
         ctl = self.ctl
         head = Text.assemble(
             ("fastagent chat", "bold"),
-            (f" · {ctl.opened.agent_dir.name} · {ctl.model.spec} · thinking {ctl.thinking}", "dim"),
+            (f" · {ctl.opened.agent_dir.name} · {ctl.model} · thinking {ctl.thinking}", "dim"),
         )
         self.console.print(head)
         if info.exists:

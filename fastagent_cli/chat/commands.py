@@ -14,11 +14,10 @@ from typing import Protocol
 
 from fastagent_cli.chat.clipboard import copy_text
 from fastagent_cli.chat.controller import ChatController
-from fastagent_cli.chat.sessions_list import format_age, list_sessions, one_line_preview
+from fastagent_cli.chat.sessions_list import format_age
 from fastagent_cli.chat.skills import list_skills, skill_prompt
 from fastagent_cli.chat.tool_lines import ToolRecord
-from fastagent_cli.errors import FastagentError, UsageError
-from fastagent_cli.models.thinking import supported_levels
+from fastagent_cli.errors import FastagentError, UsageError, one_line
 
 __all__ = ["COMMANDS", "KEYS_HELP", "ChatUI", "CommandOutcome", "dispatch"]
 
@@ -84,11 +83,11 @@ async def _exit(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome:
 
 async def _new(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     session = ctl.new_session()
-    ui.info(f"new session {session} (model {ctl.model.spec}, thinking {ctl.thinking})")
+    ui.info(f"new session {session} (model {ctl.model}, thinking {ctl.thinking})")
 
 
 async def _resume(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome | None:
-    sessions = await asyncio.to_thread(list_sessions, ctl.opened.sessions_dir)
+    sessions = await ctl.sessions.list()
     choice = arg.strip()
     if not choice:
         if not sessions:
@@ -102,7 +101,7 @@ async def _resume(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome |
     if choice.isdigit() and 1 <= int(choice) <= len(sessions) and choice not in {s.session for s in sessions}:
         choice = sessions[int(choice) - 1].session
     info = await ctl.resume(choice)
-    ui.info(f"resumed session {info.session}: {info.messages} messages (model {ctl.model.spec})")
+    ui.info(f"resumed session {info.session}: {info.messages} messages (model {ctl.model})")
     if info.last_prompt or info.last_answer:
         ui.show_session(info.last_prompt, info.last_answer)
     return None
@@ -111,9 +110,9 @@ async def _resume(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome |
 async def _model(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     spec = arg.strip()
     if not spec:
-        specs = ctl.opened.registry.specs()
-        options = [(s, s + ("  (current)" if s == ctl.model.spec else "")) for s in specs]
-        picked = await ui.choose(f"Model for this session (now {ctl.model.spec}):", options)
+        specs = ctl.sessions.model_specs()
+        options = [(s, s + ("  (current)" if s == ctl.model else "")) for s in specs]
+        picked = await ui.choose(f"Model for this session (now {ctl.model}):", options)
         if picked is None:
             return
         spec = picked
@@ -123,8 +122,8 @@ async def _model(ctl: ChatController, ui: ChatUI, arg: str) -> None:
 async def _thinking(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     level = arg.strip()
     if not level:
-        levels = ", ".join(supported_levels(ctl.model))
-        ui.info(f"thinking {ctl.thinking} ({ctl.model.spec} supports: {levels}); /thinking <level> sets it")
+        levels = ", ".join(ctl.levels)
+        ui.info(f"thinking {ctl.thinking} ({ctl.model} supports: {levels}); /thinking <level> sets it")
         return
     ui.info(await ctl.set_thinking(level))
 
@@ -138,14 +137,14 @@ async def _thinking_display(ctl: ChatController, ui: ChatUI, arg: str) -> None:
 
 
 async def _tools(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    tools = list(ctl.agent.tools.values())
+    tools = ctl.opened.tools()
     if not tools:
         ui.info("this agent has no tools")
         return
     rows = []
     for tool in tools:
         summary = (tool.description.strip().splitlines() or [""])[0]
-        rows.append((tool.name + (" (deferred)" if tool.deferred else ""), one_line_preview(summary, 80)))
+        rows.append((tool.name + (" (deferred)" if tool.deferred else ""), one_line(summary, 80)))
     ui.rows(f"Tools ({len(tools)})", rows)
 
 
@@ -161,7 +160,7 @@ async def _session(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     info = await ctl.info()
     state = f"{info.entries} entries, {info.messages} messages" if info.exists else "not written yet"
     rows = [("id", info.session), ("file", str(info.path or "(in memory)")), ("entries", state)]
-    rows += [("model", ctl.model.spec), ("thinking", ctl.thinking)]
+    rows += [("model", ctl.model), ("thinking", ctl.thinking)]
     ui.rows("Session", rows)
 
 

@@ -15,11 +15,11 @@ from typing import Generic, TypeVar
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from fastagent_cli.assembly import SessionSummary
 from fastagent_cli.chat.commands import ALIASES, COMMANDS
 from fastagent_cli.chat.controller import ChatController
-from fastagent_cli.chat.sessions_list import SessionSummary, format_age, list_sessions
+from fastagent_cli.chat.sessions_list import format_age
 from fastagent_cli.chat.skills import SkillInfo, list_skills
-from fastagent_cli.models.thinking import supported_levels
 
 __all__ = ["SlashCompleter"]
 
@@ -46,7 +46,7 @@ class SlashCompleter(Completer):
         self.ctl = ctl
         self._specs: list[str] | None = None
         self._skills: _Cached[SkillInfo] = _Cached(lambda: list_skills(ctl.opened))
-        self._sessions: _Cached[SessionSummary] = _Cached(lambda: list_sessions(ctl.opened.sessions_dir))
+        self._sessions: _Cached[SessionSummary] = _Cached(ctl.sessions.list_sessions)
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
@@ -60,7 +60,7 @@ class SlashCompleter(Completer):
         if command == "model":
             yield from self._model(arg)
         elif command == "thinking":
-            yield from _starting(arg, supported_levels(self.ctl.model), "")
+            yield from _starting(arg, self.ctl.levels, "")
         elif command == "thinking-display":
             yield from _starting(arg, ("on", "off"), "")
         elif command == "resume":
@@ -84,13 +84,13 @@ class SlashCompleter(Completer):
 
     def _model(self, arg: str) -> Iterable[Completion]:
         if self._specs is None:
-            specs = self.ctl.opened.registry.specs()
-            extra = [s for s in (self.ctl.default_model.spec, "scripted/echo") if s not in specs]
+            specs = self.ctl.sessions.model_specs()
+            extra = [s for s in (self.ctl.defaults.spec, "scripted/echo") if s not in specs]
             self._specs = specs + extra
         needle = arg.strip().lower()
         for spec in self._specs:
             if needle in spec.lower():
-                meta = "current" if spec == self.ctl.model.spec else ""
+                meta = "current" if spec == self.ctl.model else ""
                 yield Completion(spec, -len(arg), display_meta=meta)
 
     def _resume(self, arg: str) -> Iterable[Completion]:

@@ -1,38 +1,30 @@
 """The chat's state and actions, shared by the terminal UI and the plain (no-TTY) mode.
 
-State lives in the session store, as for every host: the model and thinking level a chat shows are
-read from the session record (``model_change`` / ``thinking_level_change`` entries, which the
-engine applies to later turns), and ``/model`` and ``/thinking`` append those entries under the
-session's lease. Reading for display never repairs or writes a record; only a leased writer does.
+State lives in the session store, as for every host, and the chat reaches it only through the
+opened agent's session port: the model and thinking level a chat shows are the session's settings
+(``model_change`` / ``thinking_level_change`` entries, which the engine applies to later turns),
+resolved the way the engine runs them; ``/model`` and ``/thinking`` write them under the session's
+lease. Reading for display never repairs or writes a record; only a leased writer does.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.assembly import OpenedAgent
-from fastagent_cli.chat.sessions_list import message_text
+from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
-from fastagent_cli.errors import ModelError, SessionError, UsageError
-from fastagent_cli.models.credentials import missing_hint
-from fastagent_cli.models.registry import parse_spec
-from fastagent_cli.models.thinking import clamp_thinking, supported_levels
-from fastagent_cli.models.types import THINKING_LEVELS, ModelInfo, ThinkingLevel
-from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import FileSessionStore
+from fastagent_cli.errors import SessionError, UsageError
+from fastagent_cli.messages import ThinkingLevel, message_text
 
 __all__ = ["ChatController", "SessionInfo", "new_session_id"]
-
-Entries = list[tuple[str, dict[str, Any]]]
 
 
 def new_session_id() -> str:
@@ -56,84 +48,69 @@ class ChatController:
     ) -> None:
         self.opened = opened
         self.agent = opened.agent
-        self.store = opened.agent.config.sessions
+        self.sessions = opened.sessions
         self.clock = clock
         self.session = session or new_session_id()
-        self.default_model = opened.registry.resolve(opened.model_spec)
-        self.model: ModelInfo = self.default_model
-        self.thinking_requested: ThinkingLevel = opened.config.thinking_level
+        self.defaults = self.sessions.defaults()
+        self.settings: SessionSettings = self.defaults
         self.usage = UsageTotals()
         self.tools = ToolLog()
         self.last_answer = ""
-        self.pending: Entries = []
+        self.pending: SessionSettings | None = None
         """Settings carried into a new session, written before its first turn."""
 
     # --- derived --------------------------------------------------------------------------------
 
     @property
+    def model(self) -> str:
+        """The session's model spec."""
+        return self.settings.spec
+
+    @property
     def thinking(self) -> ThinkingLevel:
-        return clamp_thinking(self.thinking_requested, self.model)
+        return self.settings.thinking
+
+    @property
+    def levels(self) -> tuple[ThinkingLevel, ...]:
+        """The thinking levels the session's model supports."""
+        return self.settings.available_thinking
 
     def status(self, hint: str = "") -> StatusInfo:
-        return StatusInfo(self.model.spec, self.thinking, self.session, self.usage, hint)
+        return StatusInfo(self.model, self.thinking, self.session, self.usage, hint)
 
     @property
     def session_path(self) -> Path | None:
-        return self.store.path_for(self.session) if isinstance(self.store, FileSessionStore) else None
+        return self.sessions.location(self.session)
 
     # --- sessions -------------------------------------------------------------------------------
 
     async def load(self) -> SessionInfo:
         """Read the current session's settings and usage (nothing is written)."""
-        record = await self._read()
-        self.model, self.thinking_requested = self.default_model, self.opened.config.thinking_level
+        view = await self.sessions.read(self.session)
+        self.settings = self.defaults if view is None else view.settings
         self.usage = UsageTotals()
-        if record is None:
+        if view is None:
             return SessionInfo(self.session, self.session_path, False, 0, 0)
-        context = record.context()
-        if context.model and all(context.model):
-            try:
-                self.model = self.opened.registry.resolve(f"{context.model[0]}/{context.model[1]}")
-            except ModelError:
-                pass  # the engine falls back to the agent's model too
-        if context.thinking_level in THINKING_LEVELS:
-            self.thinking_requested = context.thinking_level
-        self.usage = UsageTotals.from_entries(record.entries)
-        last_prompt, last_answer = _last_exchange(context.messages)
+        self.usage = UsageTotals.from_entries(view.entries)
+        last_prompt, last_answer = _last_exchange(view.messages)
         if last_answer:
             self.last_answer = last_answer
         return SessionInfo(
             self.session,
-            self.session_path,
+            view.path,
             True,
-            len(record.entries),
-            record.message_count,
+            len(view.entries),
+            view.message_count,
             last_prompt,
             last_answer,
         )
 
-    async def _read(self) -> SessionRecord | None:
-        path = self.session_path
-        if path is None:
-            return await self.store.open_if_exists(self.session)
-        if not path.exists():
-            return None
-        lines = await asyncio.to_thread(_read_lines, path)
-        if not lines or lines[0].get("type") != "session":
-            raise SessionError(f"{path} is not a session record (no header line)")
-        return SessionRecord(self.session, lines[0], lines[1:], sink=None)
-
     def new_session(self) -> str:
         """Start a fresh session; a model or thinking level chosen in this chat carries over."""
-        carry: Entries = []
-        if self.model.spec != self.default_model.spec:
-            carry.append(("model_change", {"provider": self.model.provider, "modelId": self.model.id}))
-        if self.thinking_requested != self.opened.config.thinking_level:
-            carry.append(("thinking_level_change", {"thinkingLevel": self.thinking_requested}))
         self.session = new_session_id()
         self.usage = UsageTotals()
         self.last_answer = ""
-        self.pending = carry
+        self.pending = self.settings
         return self.session
 
     async def resume(self, session: str) -> SessionInfo:
@@ -147,57 +124,34 @@ class ChatController:
         if not info.exists:
             self.session = previous
             raise UsageError(f"no session {session!r} in {self.opened.sessions_dir} (see /resume)")
-        self.pending = []
+        self.pending = None
         return info
 
-    async def _record(self, entries: Entries) -> None:
-        """Append setting entries to the session record under its lease."""
-        release = self.store.try_lease(self.session)
-        if release is None:
-            raise SessionError(f"session {self.session} is busy (a turn is running elsewhere); try again")
-        try:
-            record = await self.store.open_or_create(self.session)
-            record.append_many(entries)
-        finally:
-            release()
+    async def _write_pending(self) -> None:
+        if self.pending is not None:
+            await self.sessions.carry(self.session, self.pending)
+            self.pending = None
 
     # --- settings -------------------------------------------------------------------------------
 
     async def set_model(self, spec: str) -> str:
-        info = self.opened.registry.resolve(spec)
-        _, level = parse_spec(spec.strip())
-        entries: Entries = [("model_change", {"provider": info.provider, "modelId": info.id})]
-        if level is not None:
-            entries.append(("thinking_level_change", {"thinkingLevel": clamp_thinking(level, info)}))
-        await self._record([*self.pending, *entries])
-        self.pending = []
-        self.model = info
-        if level is not None:
-            self.thinking_requested = clamp_thinking(level, info)
-        line = f"model {info.spec} for session {self.session} (thinking {self.thinking})"
-        credential = self.agent.credential(info)
-        if credential.missing:
-            line += f"; warning: no API key for {info.provider} ({missing_hint(info)})"
-        return line
+        self.sessions.plan(self.settings, model=spec)  # an unknown model writes nothing
+        await self._write_pending()
+        self.settings = await self.sessions.update(self.session, model=spec, create=True)
+        line = f"model {self.model} for session {self.session} (thinking {self.thinking})"
+        warning = self.sessions.key_warning(self.settings)
+        return line + (f"; warning: {warning}" if warning else "")
 
     async def set_thinking(self, level: str) -> str:
-        levels = supported_levels(self.model)
-        if level not in levels:
-            raise UsageError(
-                f"{self.model.spec} supports thinking levels: {', '.join(levels)} (not {level!r})"
-            )
-        chosen: ThinkingLevel = next(lv for lv in levels if lv == level)
-        await self._record([*self.pending, ("thinking_level_change", {"thinkingLevel": chosen})])
-        self.pending = []
-        self.thinking_requested = chosen
-        return f"thinking {chosen} for session {self.session}"
+        self.sessions.plan(self.settings, thinking=level)  # a level the model lacks writes nothing
+        await self._write_pending()
+        self.settings = await self.sessions.update(self.session, thinking=level, create=True)
+        return f"thinking {self.settings.requested_thinking} for session {self.session}"
 
     # --- turns ----------------------------------------------------------------------------------
 
     async def begin_turn(self, text: str, sink: TurnSink) -> TurnRun:
-        if self.pending:
-            await self._record(self.pending)
-            self.pending = []
+        await self._write_pending()
         return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, self.tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
@@ -207,26 +161,20 @@ class ChatController:
             self.usage.add(run.usage)
         elif run.status != "completed":  # rounds that finished before the stop still cost tokens
             try:
-                record = await self._read()
+                view = await self.sessions.read(self.session)
             except SessionError:
                 return  # the next turn reports an unreadable record; the status keeps its sums
-            if record is not None:
-                self.usage = UsageTotals.from_entries(record.entries)
+            if view is not None:
+                self.usage = UsageTotals.from_entries(view.entries)
 
     async def info(self) -> SessionInfo:
-        record = await self._read()
-        if record is None:
+        view: SessionView | None = await self.sessions.read(self.session)
+        if view is None:
             return SessionInfo(self.session, self.session_path, False, 0, 0)
-        return SessionInfo(self.session, self.session_path, True, len(record.entries), record.message_count)
+        return SessionInfo(self.session, view.path, True, len(view.entries), view.message_count)
 
 
-def _read_lines(path: Path) -> list[dict[str, Any]]:
-    from fastagent_cli.state.atomic import read_jsonl
-
-    return list(read_jsonl(path))
-
-
-def _last_exchange(messages: list[Any]) -> tuple[str, str]:
+def _last_exchange(messages: Sequence[Any]) -> tuple[str, str]:
     prompt, answer = "", ""
     for message in reversed(messages):
         if not isinstance(message, Mapping):

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from dataclasses import dataclass
 from typing import TextIO
 
 from fastagent_cli.assembly import OpenedAgent
 from fastagent_cli.chat.controller import ChatController
-from fastagent_cli.chat.sessions_list import format_age, list_sessions
+from fastagent_cli.chat.sessions_list import format_age
 from fastagent_cli.errors import UsageError
 
 __all__ = ["HISTORY_NAME", "SessionChoice", "launch"]
@@ -30,7 +29,7 @@ async def _pick_session(opened: OpenedAgent, choice: SessionChoice, interactive:
         return choice.session
     if not (choice.continue_last or choice.resume):
         return None
-    sessions = await asyncio.to_thread(list_sessions, opened.sessions_dir)
+    sessions = await opened.sessions.list()
     if not sessions:
         sys.stderr.write(f"[chat] no sessions yet in {opened.sessions_dir}: starting a new one\n")
         return None
@@ -82,4 +81,4 @@ async def launch(
         app = ChatApp(ctl, history_path=opened.state_root / HISTORY_NAME)
         return await app.run()
     finally:
-        await opened.agent.aclose()
+        await opened.aclose()

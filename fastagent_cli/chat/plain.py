@@ -151,7 +151,7 @@ async def run_plain(ctl: ChatController, stdin: TextIO, stdout: TextIO, stderr: 
     ui = PlainUI(sink)
     info = await ctl.load()
     state = f"resumed, {info.messages} messages" if info.exists else "new"
-    ui.info(f"{ctl.opened.agent_dir} · {ctl.model.spec} · session {ctl.session} ({state})")
+    ui.info(f"{ctl.opened.agent_dir} · {ctl.model} · session {ctl.session} ({state})")
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     # A daemon thread: a blocked read never holds up the exit (an executor thread would).
     reader = threading.Thread(

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.sessions_list import one_line_preview
 from fastagent_cli.chat.tool_lines import ToolRecord
+from fastagent_cli.errors import one_line
 
 __all__ = ["TerminalUI"]
 
@@ -59,7 +59,7 @@ class TerminalUI:
 
     def show_session(self, prompt: str, answer: str) -> None:
         if prompt:
-            self.console.print(Text(f"› {one_line_preview(prompt, 200)}", "dim"))
+            self.console.print(Text(f"› {one_line(prompt, 200)}", "dim"))
         if answer:
             self.console.print(Markdown(answer, code_theme=self.renderer.code_theme))
 

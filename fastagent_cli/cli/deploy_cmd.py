@@ -56,16 +56,18 @@ def deploy(
     prints the runbook; --run carries out the runbook with the host's CLI. Only the model in
     fastagent.toml travels; secrets travel as host secrets, never in the image.
     """
-    from fastagent_cli.deploy.facts import gather
+    from fastagent_cli.assembly import inspect_agent_dir
+    from fastagent_cli.deploy.facts import facts_of
     from fastagent_cli.deploy.preflight import preflight
 
     if tunnel and host != "docker":
         raise UsageError("--tunnel works only with `fastagent deploy docker`")
+    surface = inspect_agent_dir(directory, model=model, auth_path=auth_path)  # the one read
     if not no_input and model is None and sys.stdin.isatty() and sys.stdout.isatty():
         from fastagent_cli.cli.model_picker import ensure_model
 
-        ensure_model(directory, None, False, auth_path=auth_path)  # a pick is written to fastagent.toml
-    facts = gather(directory, model_flag=model, auth_flag=auth_path)
+        ensure_model(surface)  # a pick is written to fastagent.toml
+    facts = facts_of(surface)
     preflight(facts, run=run, force=force, say=say)
     if host != "fly" and (stop or no_scale_to_zero):
         say(f"[fastagent] warn: --stop and --no-scale-to-zero are for fly; ignored for {host}")

@@ -75,18 +75,19 @@ def fire(
 
     The schedule's claims are not touched: its next cron slot still fires.
     """
-    from fastagent_cli.assembly import open_agent_dir, read_schedules
+    from fastagent_cli.assembly import inspect_agent_dir, open_agent
     from fastagent_cli.cli.invoke_cmd import stream_turn
     from fastagent_cli.cli.model_picker import ensure_model
 
-    schedule = find_schedule(read_schedules(directory).schedules, name)
-    model = ensure_model(directory, model, no_input, auth_path=auth_path)
-    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    schedule = find_schedule(surface.schedules, name)  # an unknown name fails before any picker
+    ensure_model(surface, no_input)
+    opened = open_agent(surface)
     if not as_json:
         say(f"[fastagent] fire: {name} (session {schedule.session}, {opened.model_spec})")
         for failure in opened.surface.schedules.failures:
             say(f"[fastagent] warn: {failure.message}")
     if opened.placement.hint:
         say(opened.placement.hint)
-    if not run_async(stream_turn(opened.agent, schedule.session, schedule.prompt, as_json)):
+    if not run_async(stream_turn(opened, schedule.session, schedule.prompt, as_json)):
         raise SystemExit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from fastagent_cli.assembly import OpenedAgent
 
 __all__ = ["invoke", "stream_turn"]
 
@@ -59,43 +63,44 @@ def invoke(
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
-    from fastagent_cli.assembly import open_agent_dir
+    from fastagent_cli.assembly import inspect_agent_dir, open_agent
     from fastagent_cli.cli.model_picker import ensure_model
 
-    model = ensure_model(directory, model, no_input, auth_path=auth_path)
-    opened = open_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    ensure_model(surface, no_input)
+    opened = open_agent(surface)
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")
     if opened.placement.hint:
         say(opened.placement.hint)
-    ok = run_async(stream_turn(opened.agent, session or str(uuid.uuid4()), text, as_json))
+    ok = run_async(stream_turn(opened, session or str(uuid.uuid4()), text, as_json))
     if not ok:
         raise SystemExit(1)
 
 
-async def stream_turn(agent: object, session: str, text: str, as_json: bool) -> bool:
-    """Run one turn of ``agent`` (an EngineAgent, closed at the end) the way ``invoke`` shows it:
-    the answer on stdout, tool lines and failures on stderr (``as_json``: every event as a JSON
-    line on stdout). Returns whether the turn completed (``fire`` shares it)."""
+async def stream_turn(opened: OpenedAgent, session: str, text: str, as_json: bool) -> bool:
+    """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
+    answer on stdout, tool lines and failures on stderr (``as_json``: every event as a JSON line on
+    stdout). Returns whether the turn completed (``fire`` shares it)."""
     from fastagent_cli.contract import (
         Completed,
         Failed,
+        Prompt,
         Retrying,
+        Scope,
         Text,
         ToolEnded,
         ToolStarted,
         closing,
         event_to_wire,
     )
-    from fastagent_cli.engine.agent import EngineAgent
 
-    assert isinstance(agent, EngineAgent)
     out = sys.stdout
     names: dict[str, str] = {}
     ended_with_newline = True
     ok = False
     try:
-        async with closing(agent.invoke(session, text)) as events:
+        async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
             async for event in events:
                 if as_json:
                     out.write(event_to_wire(event) + "\n")
@@ -128,5 +133,5 @@ async def stream_turn(agent: object, session: str, text: str, as_json: bool) -> 
             out.write("\n")
             out.flush()
     finally:
-        await agent.aclose()
+        await opened.aclose()
     return ok

@@ -147,11 +147,11 @@ def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
 
 
 def _open(auth_path: str | None) -> tuple[AuthTarget, AuthStore, ModelRegistry]:
-    from fastagent_cli.auth.paths import resolve_auth_target
+    from fastagent_cli.assembly import login_target
     from fastagent_cli.auth.store import AuthStore
     from fastagent_cli.models.registry import ModelRegistry
 
-    target = resolve_auth_target(".", auth_path)
+    target = login_target(".", auth_path)
     return target, AuthStore(target.path), ModelRegistry(target.models_json)
 
 

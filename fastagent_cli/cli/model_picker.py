@@ -1,30 +1,35 @@
 """The first-run model picker: when nothing names a model and a terminal is attached.
 
-Commands call :func:`ensure_model` before they open the agent::
+Commands call :func:`ensure_model` on the directory they read, before they open it::
 
-    model = ensure_model(directory, model, no_input, auth_path=auth_path)
-    opened = open_agent_dir(directory, model=model, auth_path=auth_path, ...)
+    surface = inspect_agent_dir(directory, model=model, auth_path=auth_path, ...)
+    ensure_model(surface, no_input)
+    opened = open_agent(surface)
 
-When ``--model``, ``FASTAGENT_MODEL`` or the config's ``model`` names one, it returns ``model``
-unchanged and shows nothing. Otherwise, with ``--no-input`` or without a terminal (stdin and
+When ``--model``, ``FASTAGENT_MODEL`` or the config's ``model`` names one, it returns at once and
+shows nothing. Otherwise, with ``--no-input`` or without a terminal (stdin and
 stdout), it raises the one-line :data:`~fastagent_cli.assembly.MISSING_MODEL` error. With a
 terminal it lists the whole catalog, providers that already have a credential first (annotated
 with its source, e.g. ``ready — OPENAI_API_KEY``), then providers that need no key, then the
 rest; picking a model whose provider has no key runs ``login`` inline (into the agent's credential
-file); the choice is written into ``fastagent.toml`` keeping its comments, and the command goes on.
+file); the choice is written into ``fastagent.toml`` keeping its comments, named on the surface, and
+the command goes on (nothing is read again).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastagent_cli.cli.common import say
 from fastagent_cli.errors import CredentialError, ModelError
 from fastagent_cli.models.registry import ModelRegistry, ProviderInfo, parse_spec
+
+if TYPE_CHECKING:
+    from fastagent_cli.assembly import AgentSurface
 
 __all__ = ["ProviderChoice", "ensure_model", "pick_model", "provider_choices"]
 
@@ -68,7 +73,7 @@ def provider_choices(
         except CredentialError as exc:
             out.append(ProviderChoice(provider, NEEDS_KEY, f"needs a key ({exc.message})"))
             continue
-        if credential.source == "not needed":
+        if not credential.needed:
             out.append(ProviderChoice(provider, NO_KEY, "no key needed"))
         elif credential.key:
             label = credential.source.split(" (", 1)[0]  # "stored credential (<path>)" -> short form
@@ -130,38 +135,22 @@ def _terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def ensure_model(
-    directory: str | os.PathLike[str] = ".",
-    model_flag: str | None = None,
-    no_input: bool = False,
-    *,
-    auth_path: str | None = None,
-) -> str | None:
-    """Make sure a model is named; returns the ``model=`` to pass to ``open_agent_dir``.
+def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
+    """Make sure the surface names a model, asking on a terminal when nothing does.
 
-    That is ``model_flag`` unchanged when something already names a model, ``None`` after the
-    picker saved its choice in ``fastagent.toml`` (so the config is its source), or the chosen
-    spec when the file could not be edited safely (a hint says what to add).
+    The choice is saved in ``fastagent.toml`` (then the config is its source), or, when the file
+    could not be edited safely, used for this run as if passed with ``--model`` (a hint says what
+    to add).
     """
-    if model_flag:
-        return model_flag  # the flag names the model: nothing to read or ask
-    from fastagent_cli.assembly import MISSING_MODEL, resolve_model_spec
-    from fastagent_cli.auth.paths import resolve_auth_path
-    from fastagent_cli.definition.config import load_config
-    from fastagent_cli.definition.dotenv import load_dotenv
-    from fastagent_cli.definition.placement import resolve_placement
-    from fastagent_cli.state.paths import resolve_state_root
+    if surface.model_named:
+        return  # --model, FASTAGENT_MODEL or the config names it: nothing to ask
+    from fastagent_cli.assembly import MISSING_MODEL
 
-    placement = resolve_placement(directory)
-    load_dotenv(placement.agent_dir / ".env")
-    config = load_config(placement.config_path)
-    if resolve_model_spec(model_flag, config) is not None:
-        return model_flag
     if no_input or not _terminal():
         raise ModelError(MISSING_MODEL)
-    registry = ModelRegistry(placement.agent_dir / "models.json")
-    state_root = resolve_state_root(placement.agent_dir, placement.workspace)
-    auth = resolve_auth_path(auth_path, state_root, placement.workspace)
+    if surface.registry_problem is not None:
+        raise surface.registry_problem  # a broken models.json: the picker cannot list it
+    placement, registry, auth = surface.placement, surface.registry, surface.auth_path
     choices = provider_choices(registry, auth)
     spec = pick_model(_render(choices, placement.config_path), registry)
     chosen = next((c for c in choices if c.provider.name == spec.partition("/")[0]), None)
@@ -175,6 +164,7 @@ def ensure_model(
 
     if write_model(placement.config_path, spec):
         say(f'[fastagent] saved model = "{spec}" in {placement.config_path}')
-        return None
+        surface.choose_model(spec, "fastagent.toml")
+        return
     say(f'[fastagent] hint: could not edit {placement.config_path} safely; add model = "{spec}" to it')
-    return spec
+    surface.choose_model(spec, "--model")

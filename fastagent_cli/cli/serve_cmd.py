@@ -9,7 +9,6 @@ the signal is re-raised once everything is closed, so a parent sees how the serv
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ from fastagent_cli.cli.common import (
 from fastagent_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from fastagent_cli.assembly import AgentSurface
     from fastagent_cli.serving.binding import ServeOptions
     from fastagent_cli.serving.runner import Outcome
     from fastagent_cli.serving.worker_link import WorkerLink
@@ -93,17 +93,24 @@ def _finish(outcome: Outcome) -> None:
         raise SystemExit(outcome.code)
 
 
-def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
+def _read(options: ServeOptions, no_input: bool) -> AgentSurface:
+    """The one read of the agent directory in this process, with a model named (or picked)."""
+    from fastagent_cli.assembly import inspect_agent_dir
     from fastagent_cli.cli.model_picker import ensure_model
+
+    surface = inspect_agent_dir(
+        options.directory, model=options.model, sessions_dir=options.sessions_dir, auth_path=options.auth_path
+    )
+    ensure_model(surface, no_input)
+    return surface
+
+
+def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
     from fastagent_cli.schedules.host import prepare_schedule_host
     from fastagent_cli.serving.runner import serve_foreground
 
-    no_input = options.no_input or link is not None  # a worker never prompts
-    model = ensure_model(options.directory, options.model, no_input, auth_path=options.auth_path)
-    served = serve_foreground(
-        dataclasses.replace(options, model=model), link, scheduler=prepare_schedule_host
-    )
-    _finish(run_async(served))
+    surface = _read(options, options.no_input or link is not None)  # a worker never prompts
+    _finish(run_async(serve_foreground(options, surface, link, scheduler=prepare_schedule_host)))
 
 
 @click.command("start")
@@ -152,24 +159,21 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
 
 
 def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
-    from fastagent_cli.cli.model_picker import ensure_model
-    from fastagent_cli.definition.config import load_config
-    from fastagent_cli.definition.placement import resolve_placement
     from fastagent_cli.serving.binding import check_tunnel_bind
     from fastagent_cli.serving.supervisor import DevSupervisor
 
-    model = ensure_model(options.directory, options.model, options.no_input, auth_path=options.auth_path)
-    placement = resolve_placement(options.directory)
-    config = load_config(placement.config_path)
+    surface = _read(options, options.no_input)
+    config = surface.config
     check_tunnel_bind(options, config.http.host)
     if options.tunnel and config.session_control:
         from fastagent_cli.serving.runner import SESSION_CONTROL_TUNNEL_WARNING
 
         logging.getLogger("fastagent.dev").warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
+    model = surface.model_spec if surface.model_source == "--model" else None  # a pick saved nowhere
     supervisor = DevSupervisor(
         worker_args=_worker_args(options, model),
         env=environment,
-        agent_dir=placement.agent_dir,
+        agent_dir=surface.agent_dir,
         tunnel=options.tunnel,
     )
     _finish(run_async(supervisor.run()))

@@ -1,24 +1,26 @@
 """The mounted tool set of a directory agent: the static tools plus its MCP servers' tools.
 
-Static tools (coding tools, config ``tools``, ``tools/``, ``search_tools``) are known at
-assembly. MCP tools are known only once their servers run, so they join the engine's tool table
-before a turn binds (:meth:`LiveTools.refresh`), after every static tool: an MCP tool whose name
-is taken is reported as a collision and not mounted. A server that cannot start is a diagnostic,
-never a failed turn; the ``mcp`` SDK is imported only when a server is configured.
+:class:`LiveTools` is the directory agent's tool source (the engine awaits it once per turn, see
+:mod:`fastagent_cli.engine.ports`). Static tools (coding tools, config ``tools``, ``tools/``,
+``search_tools``) are known at assembly. MCP tools are known only once their servers run, so they
+join the table when a turn asks for its tools (:meth:`LiveTools.refresh`), after every static
+tool: an MCP tool whose name is taken is reported as a collision and not mounted. A server that
+cannot start is a diagnostic, never a failed turn; the ``mcp`` SDK is imported only when a server
+is configured.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.definition.config import McpServerConfig
 from fastagent_cli.definition.tools_loader import ToolCollision
 from fastagent_cli.errors import one_line
 from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = ["LiveTools"]
 
@@ -31,7 +33,7 @@ class LiveTools:
         self.cwd = cwd
         self.static: list[Tool] = []
         self.collisions: list[ToolCollision] = []
-        self._table: MutableMapping[str, Tool] | None = None
+        self._table: dict[str, Tool] = {}
         self._source: Any = None
         self._problems: list[str] = []
         self._unavailable = False
@@ -39,20 +41,24 @@ class LiveTools:
         self._mcp_names: set[str] = set()
 
     def set_static(self, tools: Sequence[Tool]) -> None:
+        """Mount the static tools (the first of a name wins), before any MCP tool."""
         self.static = list(tools)
+        self._table = {}
+        for tool in self.static:
+            self._table.setdefault(tool.name, tool)
+        self._mcp_names.clear()
 
-    def bind(self, table: MutableMapping[str, Tool]) -> None:
-        """Use the engine's own tool table (name -> tool) as the live set."""
-        self._table = table
+    async def __call__(self) -> Sequence[Tool]:
+        """The tools for the turn about to start (the tool source port)."""
+        await self.refresh()
+        return self.mounted()
 
     def catalog(self) -> Mapping[str, Tool]:
         """Every registered tool by name (what ``search_tools`` searches)."""
-        if self._table is not None:
-            return self._table
-        return {t.name: t for t in self.static}
+        return self._table
 
     def mounted(self) -> list[Tool]:
-        return list(self.catalog().values())
+        return list(self._table.values())
 
     def diagnostics(self) -> list[str]:
         found = list(self._problems)
@@ -93,8 +99,8 @@ class LiveTools:
                 return []
 
     async def refresh(self) -> None:
-        """Mount the MCP tools into the bound table (a no-op without MCP servers)."""
-        if not self.servers or self._table is None:
+        """Mount the MCP tools into the table (a no-op without MCP servers)."""
+        if not self.servers:
             return
         for tool in await self.mcp_tools():
             if tool.name in self._table and tool.name not in self._mcp_names:

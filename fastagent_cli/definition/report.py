@@ -1,64 +1,110 @@
-"""What an opened agent directory reports: warning lines (tool collisions and load failures,
-skill diagnostics, MCP servers that cannot start, schedule files skipped, settings this version
-does not serve yet) and the startup lines of the serving commands."""
+"""What an opened agent directory reports, as data: findings (tool collisions and load failures,
+skill diagnostics, context warnings, MCP servers that cannot start, schedule files skipped,
+settings this version does not serve yet) and the summary rows the serving commands print when
+they start.
+
+Hosts render these once (``warn: ...`` lines, log warnings, ``info`` output); nothing formats a
+line to parse it back.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
+from fastagent_cli.definition.config import FastagentConfig
+from fastagent_cli.definition.live_tools import LiveTools
+from fastagent_cli.definition.placement import Placement
 from fastagent_cli.definition.prompt import LoadedDefinition
+from fastagent_cli.definition.schedules import ScheduleSet
+from fastagent_cli.definition.tools_loader import ToolSet
 
-if TYPE_CHECKING:
-    from fastagent_cli.assembly import AgentSurface
+__all__ = ["Finding", "SummaryRow", "collect_findings", "format_row", "format_rows", "summary_rows"]
 
-__all__ = ["report_findings", "startup_lines"]
+FindingKind: TypeAlias = Literal["tools", "skills", "context", "mcp", "schedules", "settings"]
+SummaryRow: TypeAlias = tuple[str | None, str]
+"""``(label, value)``; a row without a label is a line of its own (the placement hint)."""
 
 _RESERVED = {
     "session_control": "the session control plane",
 }
 
 
-def report_findings(surface: AgentSurface, definition: LoadedDefinition) -> list[str]:
-    lines = [c.message for c in surface.toolset.collisions]
-    lines += [f.message for f in surface.toolset.failures]
-    lines += list(surface.toolset.warnings)
-    if surface.toolset.error:
-        lines.append(surface.toolset.error)
-    lines += [f"{d.path}: {d.message}" for d in definition.diagnostics]
-    lines += [f"{c.loser_path}: {c.message} (kept {c.winner_path})" for c in definition.collisions]
-    lines += list(definition.warnings)
-    lines += [c.message for c in surface.live.collisions]
-    lines += surface.live.diagnostics()
-    lines += [f.message for f in surface.schedules.failures]
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem worth a warning; the agent still runs."""
+
+    kind: FindingKind
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def collect_findings(
+    toolset: ToolSet,
+    definition: LoadedDefinition,
+    live: LiveTools,
+    schedules: ScheduleSet,
+    config: FastagentConfig,
+) -> list[Finding]:
+    found = [Finding("tools", c.message) for c in toolset.collisions]
+    found += [Finding("tools", f.message) for f in toolset.failures]
+    found += [Finding("tools", w) for w in toolset.warnings]
+    if toolset.error:
+        found.append(Finding("tools", toolset.error))
+    found += [Finding("skills", f"{d.path}: {d.message}") for d in definition.diagnostics]
+    found += [
+        Finding("skills", f"{c.loser_path}: {c.message} (kept {c.winner_path})")
+        for c in definition.collisions
+    ]
+    found += [Finding("context", w) for w in definition.warnings]
+    found += [Finding("mcp", c.message) for c in live.collisions]
+    found += [Finding("mcp", d) for d in live.diagnostics()]
+    found += [Finding("schedules", f.message) for f in schedules.failures]
     for key, feature in _RESERVED.items():
-        if getattr(surface.config, key):
-            lines.append(
-                f"{key} = true: {feature} is not served by this version yet; the setting has no effect"
+        if getattr(config, key):
+            found.append(
+                Finding(
+                    "settings",
+                    f"{key} = true: {feature} is not served by this version yet; the setting has no effect",
+                )
             )
-    return lines
+    return found
 
 
-def startup_lines(
-    surface: AgentSurface, definition: LoadedDefinition, model_spec: str | None, model_source: str | None
-) -> list[str]:
-    def row(label: str, value: str) -> str:
-        return f"{label + ':':<11}{value}"
-
-    tools = surface.live.mounted()
+def summary_rows(
+    placement: Placement,
+    config: FastagentConfig,
+    definition: LoadedDefinition,
+    live: LiveTools,
+    model_spec: str | None,
+    model_source: str | None,
+) -> list[SummaryRow]:
+    tools = live.mounted()
     listed = [t.name for t in tools if not t.deferred]
     deferred = [t.name for t in tools if t.deferred]
-    lines = [row("agent", str(surface.agent_dir)), row("workspace", str(surface.workspace))]
-    if surface.placement.hint:
-        lines.append(surface.placement.hint)
-    lines.append(row("config", str(surface.placement.config_path)))
-    lines.append(row("model", f"{model_spec} (from {model_source})" if model_spec else "(not set)"))
-    lines.append(row("persona", "persona.md" if definition.persona is not None else "(default identity)"))
-    lines.append(row("context", ", ".join(str(f.path) for f in definition.context_files) or "(none)"))
-    lines.append(row("skills", ", ".join(s.name for s in definition.skills) or "(none)"))
-    lines.append(row("tools", ", ".join(listed) or "(none)"))
+    rows: list[SummaryRow] = [("agent", str(placement.agent_dir)), ("workspace", str(placement.workspace))]
+    if placement.hint:
+        rows.append((None, placement.hint))
+    rows.append(("config", str(placement.config_path)))
+    rows.append(("model", f"{model_spec} (from {model_source})" if model_spec else "(not set)"))
+    rows.append(("persona", "persona.md" if definition.persona is not None else "(default identity)"))
+    rows.append(("context", ", ".join(str(f.path) for f in definition.context_files) or "(none)"))
+    rows.append(("skills", ", ".join(s.name for s in definition.skills) or "(none)"))
+    rows.append(("tools", ", ".join(listed) or "(none)"))
     if deferred:
-        lines.append(row("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
-    if surface.config.mcp_servers:
-        lines.append(row("mcp", ", ".join(surface.config.mcp_servers)))
-    lines += [f"warn: {line}" for line in report_findings(surface, definition)]
-    return lines
+        rows.append(("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
+    if config.mcp_servers:
+        rows.append(("mcp", ", ".join(config.mcp_servers)))
+    return rows
+
+
+def format_row(row: SummaryRow) -> str:
+    label, value = row
+    return value if label is None else f"{label + ':':<11}{value}"
+
+
+def format_rows(rows: Sequence[SummaryRow]) -> list[str]:
+    return [format_row(row) for row in rows]

@@ -25,9 +25,10 @@ from fastagent_cli.deploy.container import REQUIREMENTS, ContainerFacts
 from fastagent_cli.errors import ConfigError, FastagentError
 
 if TYPE_CHECKING:
+    from fastagent_cli.assembly import AgentSurface
     from fastagent_cli.models.types import ModelInfo
 
-__all__ = ["CHANNEL_SECRETS", "DEFAULT_PORT", "DeployFacts", "ModelAuth", "SecretSpec", "gather"]
+__all__ = ["CHANNEL_SECRETS", "DEFAULT_PORT", "DeployFacts", "ModelAuth", "SecretSpec", "facts_of", "gather"]
 
 DEFAULT_PORT = 8787
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -150,7 +151,11 @@ def gather(directory: str, *, model_flag: str | None, auth_flag: str | None) -> 
     """Read the agent in ``directory`` (``.env`` applied to this process, as every command does)."""
     from fastagent_cli.assembly import inspect_agent_dir
 
-    surface = inspect_agent_dir(directory, model=model_flag, auth_path=auth_flag, strict=False)
+    return facts_of(inspect_agent_dir(directory, model=model_flag, auth_path=auth_flag))
+
+
+def facts_of(surface: AgentSurface) -> DeployFacts:
+    """The deploy facts of an agent directory already read (the command's one read)."""
     agent_dir, workspace, config = surface.agent_dir, surface.workspace, surface.config
     model = config.model
     model_error = surface.model_error if model and surface.model_source == "fastagent.toml" else None

@@ -9,7 +9,9 @@
 5. on early exit (``break``, ``aclose()``, task cancellation) cancel the producer, which aborts the
    HTTP stream and kills tool processes, then release the lease. No terminal is emitted then.
 
-Nothing is resident between turns: continuity lives in the session store (MUST 6).
+Nothing is resident between turns: continuity lives in the session store (MUST 6). The engine is
+built from ports (:mod:`.ports`): a session store, a model port, a system prompt and a tool source,
+each asked afresh per turn; it never reads a directory.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from fastagent_cli.contract import (
@@ -35,17 +36,16 @@ from fastagent_cli.contract import (
     is_terminal,
 )
 from fastagent_cli.engine.activation import ActivationState
-from fastagent_cli.engine.clients import ClientPool
+from fastagent_cli.engine.ports import ModelPort, SystemPrompt, ToolSource
 from fastagent_cli.engine.retry import RetryPolicy
+from fastagent_cli.engine.settings import resolve_session_settings
 from fastagent_cli.engine.turn import TurnFailure, TurnSetup, run_turn
-from fastagent_cli.errors import FastagentError, ModelError, ProviderError, one_line
-from fastagent_cli.messages import now_ms
-from fastagent_cli.models.credentials import Credential, CredentialSource, FileCredentials, missing_hint
-from fastagent_cli.models.registry import ModelRegistry
-from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL, clamp_thinking
-from fastagent_cli.models.types import ContentBlock, ModelInfo, ModelRequest, ThinkingLevel, UserMessage
+from fastagent_cli.errors import CredentialError, FastagentError, ProviderError, one_line
+from fastagent_cli.messages import ContentBlock, ThinkingLevel, UserMessage, now_ms
+from fastagent_cli.models.credentials import missing_hint
+from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
+from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.inherit import Inheritance
-from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import Tool
 
@@ -55,38 +55,24 @@ log = logging.getLogger("fastagent.agent")
 BUSY_DETAILS = "session busy: a turn is already in flight for this session"
 _CANCEL_GRACE_S = 5.0
 
-SystemPrompt = Callable[[], str]
-
 
 @dataclass(slots=True)
 class EngineConfig:
-    """Everything a turn needs, fixed at assembly; the system prompt is re-evaluated per turn."""
+    """The ports and limits a turn runs with, fixed at assembly; prompt and tools are asked per turn."""
 
-    model: str
+    models: ModelPort
     sessions: SessionStore
     system_prompt: SystemPrompt
-    tools: Sequence[Tool] = ()
+    tools: ToolSource
     cwd: str = "."
-    registry: ModelRegistry = field(default_factory=ModelRegistry)
     thinking_level: ThinkingLevel = DEFAULT_THINKING_LEVEL
     max_tool_rounds: int = 50
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    auth_path: Path | None = None
-    agent_dir: Path | None = None
-    clients: ClientPool | None = None
-    credentials: CredentialSource | None = None
-    """Where keys come from; assembly passes one that renews subscription logins. Without it,
-    ``auth_path`` and the environment are read as they are."""
 
 
 class EngineAgent:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
-        self.tools: dict[str, Tool] = {}
-        for tool in config.tools:
-            self.tools.setdefault(tool.name, tool)
-        self.clients = config.clients or ClientPool(config.agent_dir)
-        self.credentials = config.credentials or FileCredentials(config.auth_path)
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -151,70 +137,56 @@ class EngineAgent:
     # --- binding a turn -----------------------------------------------------------------------
 
     async def _bind(self, scope: Scope) -> TurnSetup:
+        offered = await self.config.tools()  # first: a source may mount tools the prompt lists
+        tools: dict[str, Tool] = {}
+        for tool in offered:
+            tools.setdefault(tool.name, tool)
         inherit = Inheritance(scope.parent_session, scope.branch_hints) if scope.parent_session else None
         record = await self.config.sessions.open_or_create(scope.session, inherit)
         context = record.context()
-        model = self._session_model(context.model)
-        thinking = clamp_thinking(context.thinking_level or self.config.thinking_level, model)
-        credential = await self._acquire(model)
+        settings = resolve_session_settings(context, self.config.models, self.config.thinking_level)
+        if settings.ignored_model is not None:
+            log.warning(
+                "[agent] session model %s is unknown; using %s", settings.ignored_model, settings.spec
+            )
+        model = settings.model
+        credential = await self.config.models.acquire(model)  # may renew a subscription login
+        if credential.expired(now_ms()):
+            raise CredentialError(
+                f"the {model.provider} login expired and this agent cannot renew it: "
+                f"run `fastagent login {model.provider}`"
+            )
         if credential.missing:
-            raise FastagentError(f"no API key for provider {model.provider}: {missing_hint(model)}")
+            raise CredentialError(f"no API key for provider {model.provider}: {missing_hint(model)}")
         if credential.base_url and credential.base_url != model.base_url:
-            model = replace(model, base_url=credential.base_url)
-        system = self.config.system_prompt()
-        tools = list(self.tools.values())
+            model = replace(model, base_url=credential.base_url)  # the login names its API host
         request = ModelRequest(
             model=model,
-            system=system,
+            system=self.config.system_prompt(),
             messages=context.messages,
-            thinking=thinking,
+            thinking=settings.thinking,
             api_key=credential.key,
             session_id=scope.session,
         )
         return TurnSetup(
             request=request,
-            client=self.clients.client_for(model),
-            tools=self.tools,
-            activation=ActivationState(tools, record, context.activated_tools),
+            client=self.config.models.client_for(model),
+            tools=tools,
+            activation=ActivationState(list(tools.values()), record, context.activated_tools),
             record=record,
             cwd=self.config.cwd,
             max_tool_rounds=self.config.max_tool_rounds,
             retry=self.config.retry,
         )
 
-    def _session_model(self, override: tuple[str, str] | None) -> ModelInfo:
-        if override and all(override):
-            try:
-                return self.config.registry.resolve(f"{override[0]}/{override[1]}")
-            except ModelError:
-                log.warning("[agent] session model %s/%s is unknown; using %s", *override, self.config.model)
-        return self.config.registry.resolve(self.config.model)
-
-    def credential(self, model: ModelInfo) -> Credential:
-        """Where the key for ``model`` comes from now (no renewal, no network)."""
-        if model.api == "scripted":
-            return Credential(None, "not needed")
-        return self.credentials.peek(model)
-
-    async def _acquire(self, model: ModelInfo) -> Credential:
-        """The key for a request: an expired subscription login is renewed first."""
-        if model.api == "scripted":
-            return Credential(None, "not needed")
-        credential = await self.credentials.acquire(model)
-        if credential.expired(now_ms()):
-            raise FastagentError(
-                f"the {model.provider} login expired and this agent cannot renew it: "
-                f"run `fastagent login {model.provider}`"
-            )
-        return credential
-
-    # --- session settings ---------------------------------------------------------------------
-
-    async def open_session(self, session: str) -> SessionRecord | None:
-        return await self.config.sessions.open_if_exists(session)
-
     async def aclose(self) -> None:
-        await self.clients.aclose()
+        """Close the model clients and, when it has ``aclose``, the tool source."""
+        try:
+            await self.config.models.aclose()
+        finally:
+            close = getattr(self.config.tools, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def _user_message(prompt: Prompt) -> UserMessage:

@@ -31,6 +31,7 @@ from fastagent_cli.models.types import ModelInfo
 
 __all__ = [
     "NONE_FOUND",
+    "NOT_NEEDED",
     "Credential",
     "CredentialSource",
     "FileCredentials",
@@ -42,6 +43,7 @@ __all__ = [
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 NONE_FOUND = "(none found)"
+NOT_NEEDED = "not needed"
 OAUTH_LABEL = "OAuth"
 
 
@@ -58,8 +60,13 @@ class Credential:
 
     @property
     def missing(self) -> bool:
-        """The model needs a credential and none was found."""
+        """The model needs a credential and none was found (test this, not the source text)."""
         return self.key is None and self.source == NONE_FOUND
+
+    @property
+    def needed(self) -> bool:
+        """The provider takes a credential (``False`` for keyless servers and the scripted model)."""
+        return self.source != NOT_NEEDED
 
     @property
     def is_oauth(self) -> bool:
@@ -145,7 +152,7 @@ def resolve_credential(
         if value:
             return Credential(value, "models.json")
     if not model.api_key_env and model.api_key is None and not model.oauth:
-        return Credential(None, "not needed")
+        return Credential(None, NOT_NEEDED)
     return Credential(None, NONE_FOUND)
 
 

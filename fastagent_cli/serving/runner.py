@@ -1,8 +1,9 @@
 """Run an agent service in the foreground: what ``start``, ``dev --no-watch`` and a dev worker do.
 
-Open the service (:func:`~fastagent_cli.serving.service.create_agent_service`), bind, print the
-startup lines, then serve until SIGINT / SIGTERM (or the dev supervisor going away, or a long
-connection closing unexpectedly). Shutdown does not drain turns (features G16): it stops the long
+Open the service on the directory the command read (:func:`~fastagent_cli.assembly.open_agent`,
+then :func:`~fastagent_cli.serving.service.open_agent_service`), bind, print the startup lines,
+then serve until SIGINT / SIGTERM (or the dev supervisor going away, or a long connection closing
+unexpectedly). Shutdown does not drain turns (features G16): it stops the long
 connections, stops listening and force-closes every open stream at once, within
 :data:`SHUTDOWN_BUDGET_S`; a timer armed when shutdown begins ends the process after
 :data:`FORCED_EXIT_S` whatever is still running (a tool blocked in a thread cannot hold it).
@@ -20,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from fastagent_cli.assembly import AgentSurface, open_agent
 from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.binding import (
     ServeOptions,
@@ -28,7 +30,7 @@ from fastagent_cli.serving.binding import (
     resolve_port,
 )
 from fastagent_cli.serving.host import Server, serve
-from fastagent_cli.serving.service import AgentService, SchedulerFactory, create_agent_service
+from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
 from fastagent_cli.serving.startup import startup_report
 from fastagent_cli.serving.tunnel import Tunnel
 from fastagent_cli.serving.worker_link import WorkerLink
@@ -120,9 +122,13 @@ class ShutdownSignal:
 
 
 async def serve_foreground(
-    options: ServeOptions, link: WorkerLink | None = None, *, scheduler: SchedulerFactory | None = None
+    options: ServeOptions,
+    surface: AgentSurface,
+    link: WorkerLink | None = None,
+    *,
+    scheduler: SchedulerFactory | None = None,
 ) -> Outcome:
-    """Serve the agent in ``options.directory`` until told to stop. Raises the opener's errors and
+    """Serve the agent read into ``surface`` until told to stop. Raises the opener's errors and
     ServeError (bind failure, channel setup, a long connection that failed). ``link``: this is a
     dev worker (report ready to the supervisor, bind its port, stop when it goes away).
     ``scheduler``: run the agent's schedules and wake-ups too (armed once the server listens)."""
@@ -136,14 +142,8 @@ async def serve_foreground(
             reason = f": {one_line(f'{type(error).__name__}: {error}', 300)}" if error else ""
             stop.fail(f"long connection {name} closed unexpectedly{reason}")
 
-        service = await create_agent_service(
-            options.directory,
-            model=options.model,
-            sessions_dir=options.sessions_dir,
-            auth_path=options.auth_path,
-            on_channel_closed=channel_closed,
-            scheduler=scheduler,
-        )
+        opened = open_agent(surface, wake_tools=scheduler is not None)
+        service = await open_agent_service(opened, on_channel_closed=channel_closed, scheduler=scheduler)
         return await _serve(service, options, stop, link)
     finally:
         stop.uninstall()

@@ -12,7 +12,8 @@
 No port is bound, no signal handler installed, nothing exits the process: this is the supported
 way to mount a whole agent inside an app. Composition (core design section 7):
 
-* the agent is opened with :func:`~fastagent_cli.assembly.open_agent_dir`;
+* the agent is opened with :func:`~fastagent_cli.assembly.open_agent_dir` (or, for a directory
+  the caller already read, :func:`open_agent_service` takes the opened agent);
 * ``channels/*.py`` are loaded; any load failure or route collision raises one ServeError naming
   the files (rename an intentionally disabled file to ``*.disabled``);
 * ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
@@ -38,7 +39,6 @@ from typing import Protocol
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
-from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_http import create_invoke_handler
@@ -53,6 +53,7 @@ __all__ = [
     "SchedulerFactory",
     "compose_routes",
     "create_agent_service",
+    "open_agent_service",
 ]
 
 log = logging.getLogger("fastagent.host")
@@ -90,7 +91,7 @@ SchedulerFactory = Callable[[OpenedAgent], Awaitable[BackgroundHost | None]]
 class AgentService:
     handler: Handler
     """Every route composed: give it to :func:`~fastagent_cli.serving.host.serve`."""
-    agent: EngineAgent
+    agent: Agent
     routes: dict[str, Handler]
     """What is served, key -> handler (for startup lines)."""
     opened: OpenedAgent
@@ -126,7 +127,7 @@ class AgentService:
             else:
                 await self._connections.stop(within)
         finally:
-            await self.agent.aclose()
+            await self.opened.aclose()
 
 
 def compose_routes(loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool]) -> dict[str, Handler]:
@@ -161,6 +162,17 @@ async def create_agent_service(
         auth_path=auth_path,
         wake_tools=scheduler is not None,
     )
+    return await open_agent_service(opened, on_channel_closed=on_channel_closed, scheduler=scheduler)
+
+
+async def open_agent_service(
+    opened: OpenedAgent,
+    *,
+    on_channel_closed: CloseCallback | None = None,
+    scheduler: SchedulerFactory | None = None,
+) -> AgentService:
+    """:func:`create_agent_service` for an agent already opened (the service closes it; open it
+    with ``wake_tools=True`` when a scheduler is given)."""
     agent = opened.agent
     try:
         ctx = ChannelContext(agent, opened.state_root.resolve())
@@ -172,7 +184,7 @@ async def create_agent_service(
         handler = build_router(routes)
         await connections.start()
     except BaseException:
-        await agent.aclose()
+        await opened.aclose()
         raise
     summary = ChannelsSummary(
         routes=list(loaded.routes), long_connections=connections.names, builtin_invoke=not loaded.enabled

@@ -19,14 +19,12 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from fastagent_cli.errors import FastagentError
-from fastagent_cli.models.credentials import missing_hint
+from fastagent_cli.assembly import format_row
 from fastagent_cli.serving.binding import describe_listen, local_base_url
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 
 __all__ = ["StartupReport", "auth_line", "curl_line", "startup_report"]
 
-_WARN = "warn: "
 _TRY_BODY = '{"session":"s1","text":"hello"}'
 
 
@@ -40,20 +38,12 @@ class StartupReport:
 
 
 def _row(label: str, value: str) -> str:
-    return f"{label + ':':<11}{value}"
+    return format_row((label, value))
 
 
 def auth_line(service: AgentService) -> str:
     """Where the model's API key comes from (never the key itself)."""
-    opened = service.opened
-    try:
-        info = opened.registry.resolve(opened.model_spec)
-        credential = service.agent.credential(info)
-    except FastagentError as exc:
-        return _row("auth", f"cannot resolve: {exc.message}")
-    if credential.missing:
-        return _row("auth", f"{credential.source}: {missing_hint(info)}")
-    return _row("auth", credential.source)
+    return _row("auth", service.opened.auth_summary())
 
 
 def _channels_line(service: AgentService) -> str:
@@ -76,14 +66,11 @@ def curl_line(host: str | None, port: int) -> str:
 def startup_report(service: AgentService, host: str | None, port: int) -> StartupReport:
     """Everything worth saying about a service listening on ``host:port``."""
     report = StartupReport()
-    for line in service.opened.startup_lines():
-        if line.startswith(_WARN):
-            report.warnings.append(line[len(_WARN) :])
-        elif line.startswith("model:"):
-            report.lines.append(line)
+    for row in service.opened.summary():
+        report.lines.append(format_row(row))
+        if row[0] == "model":
             report.lines.append(auth_line(service))
-        else:
-            report.lines.append(line)
+    report.warnings += service.opened.diagnostics()
     report.lines.append(_channels_line(service))
     report.lines.append(_row("routes", ", ".join(service.routes)))
     if service.channels.long_connections:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fastagent_cli.assembly import open_agent_dir
-from fastagent_cli.auth.paths import global_auth_path, resolve_auth_path, resolve_auth_target
+from fastagent_cli.assembly import login_target, open_agent_dir
+from fastagent_cli.auth.paths import global_auth_path, resolve_auth_path
 from fastagent_cli.errors import PlacementError
 
 
@@ -25,7 +25,7 @@ def test_global_path_follows_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_agent_root_uses_its_state_root(tmp_path: Path) -> None:
     agent = make_agent(tmp_path / "a")
-    target = resolve_auth_target(agent, env={})
+    target = login_target(agent, env={})
     assert (target.path, target.source, target.is_global) == (
         agent / ".fastagent" / "auth.json",
         "agent",
@@ -36,12 +36,12 @@ def test_agent_root_uses_its_state_root(tmp_path: Path) -> None:
 
 def test_workspace_with_one_agent_child_uses_that_agent(tmp_path: Path) -> None:
     agent = make_agent(tmp_path / "fastagent")
-    assert resolve_auth_target(tmp_path, env={}).path == agent / ".fastagent" / "auth.json"
+    assert login_target(tmp_path, env={}).path == agent / ".fastagent" / "auth.json"
 
 
 def test_state_dir_override_moves_the_file(tmp_path: Path) -> None:
     agent = make_agent(tmp_path / "a")
-    target = resolve_auth_target(agent, env={"FASTAGENT_STATE_DIR": "state"})
+    target = login_target(agent, env={"FASTAGENT_STATE_DIR": "state"})
     assert target.path == agent / "state" / "auth.json"
 
 
@@ -49,9 +49,9 @@ def test_env_and_flag_win_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     agent = make_agent(tmp_path / "a")
     monkeypatch.chdir(tmp_path)
     env = {"FASTAGENT_AUTH_PATH": "shared/auth.json"}
-    target = resolve_auth_target(agent, env=env)
+    target = login_target(agent, env=env)
     assert (target.path, target.source) == (agent / "shared" / "auth.json", "FASTAGENT_AUTH_PATH")
-    target = resolve_auth_target(agent, "flag.json", env=env)
+    target = login_target(agent, "flag.json", env=env)
     assert (target.path, target.source) == (tmp_path / "flag.json", "--auth-path")
 
 
@@ -59,14 +59,14 @@ def test_outside_any_agent_is_global(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    target = resolve_auth_target(empty, env={})
+    target = login_target(empty, env={})
     assert (target.path, target.source, target.placement) == (
         tmp_path / "home" / ".fastagent" / "auth.json",
         "global",
         None,
     )
     assert target.is_global and target.models_json is None
-    explicit = resolve_auth_target(empty, env={"FASTAGENT_AUTH_PATH": "/x/auth.json"})
+    explicit = login_target(empty, env={"FASTAGENT_AUTH_PATH": "/x/auth.json"})
     assert (explicit.path, explicit.source) == (Path("/x/auth.json"), "FASTAGENT_AUTH_PATH")
 
 
@@ -75,18 +75,18 @@ def test_inside_an_agent_but_not_at_its_root_refuses(tmp_path: Path) -> None:
     deep = agent / "skills" / "x"
     deep.mkdir(parents=True)
     with pytest.raises(PlacementError, match=f"not at its root: cd {agent}"):
-        resolve_auth_target(deep, env={})
+        login_target(deep, env={})
 
 
 def test_several_agents_or_a_missing_named_agent_refuse(tmp_path: Path) -> None:
     make_agent(tmp_path / "one")
     make_agent(tmp_path / "two")
     with pytest.raises(PlacementError, match="several agents"):
-        resolve_auth_target(tmp_path, env={})
+        login_target(tmp_path, env={})
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(PlacementError, match='FASTAGENT_AGENT="x" names no agent'):
-        resolve_auth_target(empty, env={"FASTAGENT_AGENT": "x"})
+        login_target(empty, env={"FASTAGENT_AGENT": "x"})
 
 
 def test_assembly_uses_the_same_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +94,7 @@ def test_assembly_uses_the_same_order(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("FASTAGENT_AUTH_PATH", raising=False)
     monkeypatch.delenv("FASTAGENT_STATE_DIR", raising=False)
     opened = open_agent_dir(agent)
-    assert opened.auth_path == resolve_auth_target(agent).path == agent / ".fastagent" / "auth.json"
+    assert opened.auth_path == login_target(agent).path == agent / ".fastagent" / "auth.json"
     monkeypatch.setenv("FASTAGENT_AUTH_PATH", "~/keys.json")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert open_agent_dir(agent).auth_path == tmp_path / "keys.json"

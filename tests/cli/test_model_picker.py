@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import fastagent_cli
-from fastagent_cli.assembly import MISSING_MODEL
+from fastagent_cli.assembly import MISSING_MODEL, inspect_agent_dir
 from fastagent_cli.auth.store import AuthStore
 from fastagent_cli.cli.config_model import set_model_text, write_model
 from fastagent_cli.cli.model_picker import ensure_model, provider_choices
@@ -157,16 +157,21 @@ def bare_agent(tmp_path: Path) -> Path:
 def test_ensure_model_passes_through_when_a_model_is_named(
     bare_agent: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    def ensured(flag: str | None, no_input: bool) -> tuple[str | None, str | None]:
+        surface = inspect_agent_dir(bare_agent, model=flag)
+        ensure_model(surface, no_input=no_input)
+        return surface.model_spec, surface.model_source
+
     monkeypatch.delenv("FASTAGENT_MODEL", raising=False)
-    assert ensure_model(bare_agent, "scripted/echo", no_input=True) == "scripted/echo"
+    assert ensured("scripted/echo", no_input=True) == ("scripted/echo", "--model")
     monkeypatch.setenv("FASTAGENT_MODEL", "scripted/echo")
-    assert ensure_model(bare_agent, None, no_input=True) is None
+    assert ensured(None, no_input=True) == ("scripted/echo", "FASTAGENT_MODEL")
     monkeypatch.delenv("FASTAGENT_MODEL")
     with pytest.raises(ModelError) as caught:
-        ensure_model(bare_agent, None, no_input=True)
+        ensured(None, no_input=True)
     assert caught.value.message == MISSING_MODEL
     with pytest.raises(ModelError):  # pytest's stdin is no terminal
-        ensure_model(bare_agent, None, no_input=False)
+        ensured(None, no_input=False)
     assert (bare_agent / "fastagent.toml").read_text() == TEMPLATE
 
 

@@ -53,11 +53,11 @@ async def test_session_overrides_apply_to_later_turns(tmp_path: Path) -> None:
 
 async def test_thinking_is_clamped_to_the_model(tmp_path: Path) -> None:
     agent = create_agent(model="openai/gpt-4.1-mini", auth_path=tmp_path / "none.json")
-    model = agent.config.registry.resolve("openai/gpt-4.1-mini")
+    model = agent.config.models.resolve("openai/gpt-4.1-mini")
     from fastagent_cli.models.thinking import clamp_thinking
 
     assert clamp_thinking("high", model) == "off"
-    reasoning = agent.config.registry.resolve("anthropic/claude-sonnet-4-5")
+    reasoning = agent.config.models.resolve("anthropic/claude-sonnet-4-5")
     assert clamp_thinking("xhigh", reasoning) == "high"
     assert clamp_thinking("minimal", reasoning) == "minimal"
 

@@ -191,7 +191,7 @@ async def test_an_mcp_failure_is_a_diagnostic_not_a_failed_turn(
     assert "MCP tools unavailable: server files exited with status 1" in opened.diagnostics()
 
 
-MCP_SERVER = Path(__file__).resolve().parent / "tools" / "mcp" / "mcp_test_server.py"
+MCP_SERVER = Path(__file__).resolve().parents[1] / "tools" / "mcp" / "mcp_test_server.py"
 
 
 @pytest.mark.slow
@@ -238,5 +238,5 @@ def test_an_agent_tool_named_wake_or_unwake_replaces_both_builtins(make_agent: A
     agent = make_agent({"tools/unwake.py": own}, config="self_schedule = true\ncoding_tools = false\n")
     opened = open_agent_dir(agent, wake_tools=True)
     assert opened.tool_names == ["unwake"]
-    assert opened.agent.tools["unwake"].source == "tools/unwake.py"
+    assert {t.name: t.source for t in opened.tools()} == {"unwake": "tools/unwake.py"}
     assert any("replaces the built-in wake and unwake" in f for f in opened.diagnostics())

@@ -1,0 +1,54 @@
+"""Assembly: the one place agents are built, and the only reader of an agent directory.
+
+* :func:`create_agent` (L1) assembles from typed parts; ``instructions`` is the system prompt,
+  verbatim, and ``tools`` are mounted as given.
+* :func:`inspect_agent_dir` reads a directory once into an :class:`AgentSurface` that keeps its
+  problems as data (``info``, ``tool``, the model picker and the ``dev`` supervisor stop here); it
+  creates nothing on disk. :func:`locate_agent` / :func:`login_target` are the lighter read of
+  ``login`` and ``logout``.
+* :func:`open_agent` opens a surface (``invoke``, ``chat``, ``dev``, ``start``): it raises what is
+  fatal and hands hosts an :class:`OpenedAgent`, the contract's ``Agent`` plus the
+  :class:`SessionPort`. :func:`open_agent_dir` is both steps at once.
+
+Hosts import from here, the contract and the errors only; the engine, the stores and the model
+registry stay behind these ports.
+"""
+
+from fastagent_cli.assembly.library import create_agent
+from fastagent_cli.assembly.opened import OpenedAgent, open_agent, open_agent_dir
+from fastagent_cli.assembly.reading import (
+    MISSING_MODEL,
+    AgentLocation,
+    AgentSurface,
+    ScheduleDir,
+    inspect_agent_dir,
+    locate_agent,
+    login_target,
+    read_schedules,
+    resolve_model_spec,
+)
+from fastagent_cli.assembly.sessions import SessionPort, SessionSettings, SessionSummary, SessionView
+from fastagent_cli.definition.report import Finding, SummaryRow, format_row
+
+__all__ = [
+    "MISSING_MODEL",
+    "AgentLocation",
+    "AgentSurface",
+    "Finding",
+    "OpenedAgent",
+    "ScheduleDir",
+    "SessionPort",
+    "SessionSettings",
+    "SessionSummary",
+    "SessionView",
+    "SummaryRow",
+    "create_agent",
+    "format_row",
+    "inspect_agent_dir",
+    "locate_agent",
+    "login_target",
+    "open_agent",
+    "open_agent_dir",
+    "read_schedules",
+    "resolve_model_spec",
+]

@@ -1,0 +1,227 @@
+"""Opening a read directory: the engine built from its ports, handed to hosts as ports.
+
+:func:`open_agent` raises what is fatal on the surface (no usable model, a config ``tools`` ref
+that cannot be imported, a definition that cannot be read), then wires the engine: a file session
+store under the state root, the model resolver, the definition's per-turn prompt and the live tool
+set (MCP servers start on the first turn). Hosts get an :class:`OpenedAgent`: the contract's
+``Agent``, the :class:`~fastagent_cli.assembly.sessions.SessionPort`, and what the directory
+reports; never the engine or the store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastagent_cli.assembly.reading import AgentSurface, inspect_agent_dir
+from fastagent_cli.assembly.sessions import SessionPort
+from fastagent_cli.contract import Agent
+from fastagent_cli.definition.config import FastagentConfig
+from fastagent_cli.definition.placement import Placement
+from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
+from fastagent_cli.definition.report import (
+    Finding,
+    SummaryRow,
+    collect_findings,
+    format_rows,
+    summary_rows,
+)
+from fastagent_cli.definition.skills import Skill
+from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure
+from fastagent_cli.engine.agent import EngineAgent, EngineConfig
+from fastagent_cli.engine.retry import RetryPolicy
+from fastagent_cli.errors import FastagentError
+from fastagent_cli.models.credentials import CredentialSource, missing_hint
+from fastagent_cli.models.registry import ModelRegistry
+from fastagent_cli.models.resolver import ModelResolver
+from fastagent_cli.sessions.store import FileSessionStore
+from fastagent_cli.tools.base import Tool
+
+__all__ = ["OpenedAgent", "open_agent", "open_agent_dir", "renewing_credentials"]
+
+
+class OpenedAgent:
+    """An opened directory agent: the agent, its session port, and what it was assembled from."""
+
+    def __init__(
+        self, engine: EngineAgent, surface: AgentSurface, sessions: SessionPort, resolver: ModelResolver
+    ) -> None:
+        self._engine = engine
+        self._resolver = resolver
+        self.surface = surface
+        self.sessions = sessions
+        assert surface.model_spec is not None and surface.model_source is not None  # open checked it
+        self.model_spec: str = surface.model_spec
+        self.model_source: str = surface.model_source
+
+    @property
+    def agent(self) -> Agent:
+        """The agent every host drives: ``invoke(scope, prompt)`` and nothing else."""
+        return self._engine
+
+    # --- what it was read from ------------------------------------------------------------------
+
+    @property
+    def placement(self) -> Placement:
+        return self.surface.placement
+
+    @property
+    def config(self) -> FastagentConfig:
+        return self.surface.config
+
+    @property
+    def registry(self) -> ModelRegistry:
+        return self.surface.registry
+
+    @property
+    def state_root(self) -> Path:
+        return self.surface.state_root
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.surface.sessions_dir
+
+    @property
+    def auth_path(self) -> Path:
+        return self.surface.auth_path
+
+    @property
+    def prompt(self) -> DefinitionPrompt:
+        return self.surface.prompt
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.surface.agent_dir
+
+    @property
+    def workspace(self) -> Path:
+        return self.surface.workspace
+
+    # --- what it offers -------------------------------------------------------------------------
+
+    def definition(self) -> LoadedDefinition:
+        """The definition as the next turn will see it (persona, context files, skills, findings)."""
+        return self.surface.definition()
+
+    def skills(self) -> list[Skill]:
+        return list(self.definition().skills)
+
+    def tools(self) -> list[Tool]:
+        """The mounted tools (MCP tools join once their servers ran for a turn)."""
+        return self.surface.live.mounted()
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools()]
+
+    @property
+    def deferred_tools(self) -> list[str]:
+        return [t.name for t in self.tools() if t.deferred]
+
+    @property
+    def tool_collisions(self) -> list[ToolCollision]:
+        return [*self.surface.toolset.collisions, *self.surface.live.collisions]
+
+    @property
+    def tool_failures(self) -> list[ToolLoadFailure]:
+        return list(self.surface.toolset.failures)
+
+    # --- what it reports ------------------------------------------------------------------------
+
+    def findings(self) -> list[Finding]:
+        """Every problem worth a warning: tools, skills, context files, MCP servers, settings."""
+        surface = self.surface
+        return collect_findings(
+            surface.toolset, self.definition(), surface.live, surface.schedules, surface.config
+        )
+
+    def diagnostics(self) -> list[str]:
+        return [f.message for f in self.findings()]
+
+    def summary(self) -> list[SummaryRow]:
+        """What a serving command says when it starts (``agent``, ``workspace``, ``model``, ...)."""
+        surface = self.surface
+        return summary_rows(
+            surface.placement,
+            surface.config,
+            self.definition(),
+            surface.live,
+            self.model_spec,
+            self.model_source,
+        )
+
+    def startup_lines(self) -> list[str]:
+        """The summary rows, then one ``warn: ...`` line per finding."""
+        return format_rows(self.summary()) + [f"warn: {f.message}" for f in self.findings()]
+
+    def auth_summary(self) -> str:
+        """Where the default model's key comes from (never the key), or what to do about it."""
+        try:
+            model = self._resolver.default()
+            credential = self._resolver.credential(model)
+        except FastagentError as exc:
+            return f"cannot resolve: {exc.message}"
+        if credential.missing:
+            return f"{credential.source}: {missing_hint(model)}"
+        return credential.source
+
+    async def aclose(self) -> None:
+        """Close the model clients and stop the MCP servers."""
+        await self._engine.aclose()
+
+
+def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgent:
+    """Build the engine of a read directory; raises the surface's fatal problems. ``wake_tools``
+    (the serving path, where the scheduler polls wake-ups): mount ``wake`` / ``unwake`` when
+    ``self_schedule`` is on."""
+    if wake_tools:
+        surface.mount_wake_tools()
+    surface.check()
+    assert surface.model_spec is not None  # check() guarantees it
+    config = surface.config
+    resolver = ModelResolver(
+        surface.model_spec,
+        surface.registry,
+        auth_path=surface.auth_path,
+        agent_dir=surface.agent_dir,
+        credentials=renewing_credentials(surface.auth_path),
+    )
+    store = FileSessionStore(surface.sessions_dir, surface.workspace)
+    engine = EngineAgent(
+        EngineConfig(
+            models=resolver,
+            sessions=store,
+            system_prompt=surface.prompt,
+            tools=surface.live,
+            cwd=str(surface.workspace),
+            thinking_level=config.thinking_level,
+            max_tool_rounds=config.engine.max_tool_rounds,
+            retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
+        )
+    )
+    sessions = SessionPort(store, resolver, config.thinking_level)
+    return OpenedAgent(engine, surface, sessions, resolver)
+
+
+def open_agent_dir(
+    directory: str | os.PathLike[str] = ".",
+    *,
+    model: str | None = None,
+    sessions_dir: str | None = None,
+    auth_path: str | None = None,
+    tools: Sequence[Tool] = (),
+    wake_tools: bool = False,
+) -> OpenedAgent:
+    """Read and open the agent in ``directory`` in one step (what ``invoke`` does with ``--model``)."""
+    surface = inspect_agent_dir(
+        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, tools=tools
+    )
+    return open_agent(surface, wake_tools=wake_tools)
+
+
+def renewing_credentials(auth_path: Path | None) -> CredentialSource:
+    """Keys from the file and the environment, subscription logins renewed when they expire."""
+    from fastagent_cli.auth.oauth.resolver import OAuthCredentials
+
+    return OAuthCredentials(auth_path)

@@ -1,0 +1,178 @@
+"""The session port: what hosts may do with an opened agent's sessions, without the store.
+
+* :meth:`SessionPort.read` returns a :class:`SessionView` of a record as stored, never repaired or
+  written, with its settings resolved the way the engine runs them;
+* :meth:`SessionPort.list` lists the stored sessions, newest first;
+* :meth:`SessionPort.update` writes per-session settings (``model_change`` /
+  ``thinking_level_change`` entries) under the session's lease, validated as a whole before
+  anything is written; a running turn holds the lease, so a write then fails at once as busy.
+
+This is the surface the session control plane publishes over HTTP (``GET``/``PATCH
+/control/sessions/{id}``, ``GET /control/sessions``); chat uses it for ``/model``, ``/thinking``,
+``/resume`` and its status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.engine.ports import ModelPort
+from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
+from fastagent_cli.errors import SessionError, UsageError
+from fastagent_cli.messages import Message, ThinkingLevel
+from fastagent_cli.models.credentials import missing_hint
+from fastagent_cli.models.registry import parse_spec
+from fastagent_cli.models.thinking import clamp_thinking
+from fastagent_cli.sessions.listing import SessionSummary
+from fastagent_cli.sessions.record import SessionRecord
+from fastagent_cli.sessions.store import SessionStore
+
+__all__ = ["SessionPort", "SessionSettings", "SessionSummary", "SessionView"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One session as stored (read-only)."""
+
+    session: str
+    path: Path | None
+    entries: Sequence[Mapping[str, Any]]
+    """Every entry after the header, in file order (pi v3)."""
+    messages: Sequence[Message]
+    """What the next request would carry: the active path, after the latest compaction."""
+    message_count: int
+    leaf_id: str | None
+    settings: SessionSettings
+
+
+class SessionPort:
+    def __init__(self, store: SessionStore, models: ModelPort, default_thinking: ThinkingLevel) -> None:
+        self._store = store
+        self._models = models
+        self._default_thinking = default_thinking
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def location(self, session: str) -> Path | None:
+        """Where the record of ``session`` lives (``None`` in memory)."""
+        return self._store.location(session)
+
+    def defaults(self) -> SessionSettings:
+        """The settings of a session with no overrides (the agent's model and thinking level)."""
+        return resolve_session_settings(None, self._models, self._default_thinking)
+
+    async def read(self, session: str) -> SessionView | None:
+        """``None`` when the session does not exist; SessionError when its record is unreadable."""
+        record = await self._store.read(session)
+        if record is None:
+            return None
+        context = record.context()
+        return SessionView(
+            session=session,
+            path=self._store.location(session),
+            entries=tuple(record.entries),
+            messages=tuple(context.messages),
+            message_count=record.message_count,
+            leaf_id=record.leaf_id,
+            settings=resolve_session_settings(context, self._models, self._default_thinking),
+        )
+
+    def list_sessions(self, limit: int | None = 30) -> builtins.list[SessionSummary]:
+        """Stored sessions, newest first (blocking IO: from the loop, use :meth:`list`)."""
+        return self._store.list_sessions(limit)
+
+    async def list(self, limit: int | None = 30) -> builtins.list[SessionSummary]:
+        return await asyncio.to_thread(self._store.list_sessions, limit)
+
+    def model_specs(self) -> builtins.list[str]:
+        """The specs a session's model may be set to."""
+        return self._models.specs()
+
+    def key_warning(self, settings: SessionSettings) -> str | None:
+        """``no API key for <provider> (set ..., or run ...)`` when turns on these settings would
+        be refused for want of a key."""
+        if not self._models.credential(settings.model).missing:
+            return None
+        return f"no API key for {settings.model.provider} ({missing_hint(settings.model)})"
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def plan(
+        self, base: SessionSettings, *, model: str | None = None, thinking: str | None = None
+    ) -> tuple[builtins.list[tuple[str, dict[str, Any]]], SessionSettings]:
+        """Validate a change against ``base`` and return the entries it writes and the result.
+
+        ``model`` may carry a ``:thinking`` suffix (clamped to the model, like a configured level);
+        ``thinking`` must be one the resulting model supports (UsageError naming them otherwise);
+        an unknown model is a ModelError. Nothing is written.
+        """
+        entries: builtins.list[tuple[str, dict[str, Any]]] = []
+        result = base
+        if model is not None:
+            info = self._models.resolve(model)
+            entries.append(("model_change", {"provider": info.provider, "modelId": info.id}))
+            result = SessionSettings(info, result.requested_thinking)
+            _, suffix = parse_spec(model.strip())
+            if suffix is not None and thinking is None:
+                level = clamp_thinking(suffix, info)
+                entries.append(("thinking_level_change", {"thinkingLevel": level}))
+                result = SessionSettings(info, level)
+        if thinking is not None:
+            levels = result.available_thinking
+            chosen = next((lv for lv in levels if lv == thinking), None)
+            if chosen is None:
+                raise UsageError(
+                    f"{result.spec} supports thinking levels: {', '.join(levels)} (not {thinking!r})"
+                )
+            entries.append(("thinking_level_change", {"thinkingLevel": chosen}))
+            result = SessionSettings(result.model, chosen)
+        return entries, result
+
+    async def update(
+        self, session: str, *, model: str | None = None, thinking: str | None = None, create: bool = False
+    ) -> SessionSettings:
+        """Set the session's model and/or thinking level (validated as in :meth:`plan`, then one
+        append of whole entries) and return its settings. ``create``: a session that does not exist
+        yet is created (a chat writing settings before its first turn); otherwise SessionError."""
+        async with self._leased(session, create) as record:
+            current = resolve_session_settings(record.context(), self._models, self._default_thinking)
+            entries, result = self.plan(current, model=model, thinking=thinking)
+            if entries:
+                record.append_many(entries)
+            return result
+
+    async def carry(self, session: str, settings: SessionSettings) -> None:
+        """Write ``settings`` into ``session`` (created if new) where they differ from the agent's
+        defaults: how a new chat session keeps the model and thinking level chosen before."""
+        defaults = self.defaults()
+        entries: builtins.list[tuple[str, dict[str, Any]]] = []
+        if settings.spec != defaults.spec:
+            entries.append(
+                ("model_change", {"provider": settings.model.provider, "modelId": settings.model.id})
+            )
+        if settings.requested_thinking != defaults.requested_thinking:
+            entries.append(("thinking_level_change", {"thinkingLevel": settings.requested_thinking}))
+        if entries:
+            async with self._leased(session, True) as record:
+                record.append_many(entries)
+
+    @contextlib.asynccontextmanager
+    async def _leased(self, session: str, create: bool) -> AsyncIterator[SessionRecord]:
+        release = self._store.try_lease(session)
+        if release is None:
+            raise SessionError(f"session {session} is busy (a turn is running elsewhere); try again")
+        try:
+            record = await (
+                self._store.open_or_create(session) if create else self._store.open_if_exists(session)
+            )
+            if record is None:
+                raise SessionError(f"no session {session!r}")
+            yield record
+        finally:
+            release()
