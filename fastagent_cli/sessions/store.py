@@ -169,16 +169,20 @@ class FileSessionStore:
         return record
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
-        record = await self.read(session)
-        if record is None:
-            return None
         path = self.path_for(session)
-        writable = SessionRecord(session, record.header, record.entries, sink=lambda e: _append(path, e))
-        writable.reconcile()
-        return writable
+        lines = await self._lines(path)
+        if lines is None:
+            return None
+        record = SessionRecord(session, lines[0], lines[1:], sink=lambda e: _append(path, e))
+        record.reconcile()
+        return record
 
     async def read(self, session: str) -> SessionRecord | None:
-        path = self.path_for(session)
+        lines = await self._lines(self.path_for(session))
+        return None if lines is None else SessionRecord(session, lines[0], lines[1:])
+
+    async def _lines(self, path: Path) -> list[dict[str, Any]] | None:
+        """The record's lines, header first; ``None`` when there is no record."""
         try:
             if self._parsed.pending_bytes(path) > _THREAD_THRESHOLD:
                 lines = await asyncio.to_thread(self._parsed.read, path)
@@ -189,7 +193,7 @@ class FileSessionStore:
             return None
         if not lines or lines[0].get("type") != "session":
             raise SessionError(f"{path} is not a session record (no header line)")
-        return SessionRecord(session, lines[0], lines[1:])
+        return lines
 
     def location(self, session: str) -> Path | None:
         return self.path_for(session)
