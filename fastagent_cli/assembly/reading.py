@@ -261,7 +261,7 @@ class AgentSurface:
     def prompt(self) -> DefinitionPrompt:
         """The per-turn system prompt (it lists the mounted tools, MCP ones included)."""
         if self._prompt is None:
-            self.toolset  # noqa: B018 - the static tools are mounted before the prompt lists them
+            _ = self.toolset  # the static tools are mounted before the prompt lists them
             self._prompt = DefinitionPrompt(self.agent_dir, self.workspace, self.live.mounted)
         return self._prompt
 

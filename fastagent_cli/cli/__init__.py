@@ -1,1 +1,37 @@
-"""The ``fastagent`` command line: a click tree whose commands import their work lazily."""
+"""The ``fastagent`` command line: a click tree whose commands import their work lazily.
+
+:data:`COMMANDS` is the command table: name -> ``(module:attribute, one-line help)``. ``--help``
+lists commands from it without importing them; a command's module is imported only when that
+command runs. Nothing here imports click.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COMMANDS"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("fastagent_cli.cli.add_cmd:add", "Add a part to the agent (add skill <source>)."),
+    "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
+    "completion": (
+        "fastagent_cli.cli.completion_cmd:completion",
+        "Print the shell completion script (bash, zsh, fish).",
+    ),
+    "deploy": (
+        "fastagent_cli.cli.deploy_cmd:deploy",
+        "Generate (and with --run, drive) a Docker, Fly.io or Railway deploy.",
+    ),
+    "dev": ("fastagent_cli.cli.serve_cmd:dev", "Serve the agent and restart it when its code changes."),
+    "fire": ("fastagent_cli.cli.fire_cmd:fire", "Run one schedule's turn now (schedules/<name>.toml)."),
+    "info": ("fastagent_cli.cli.info_cmd:info", "Show what the agent directory assembles into."),
+    "init": ("fastagent_cli.cli.init_cmd:init", "Create an agent directory that runs at once."),
+    "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
+    "login": ("fastagent_cli.cli.login_cmd:login", "Log in with a subscription or store a verified API key."),
+    "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
+    "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
+    "schedule": (
+        "fastagent_cli.cli.schedule_cmd:schedule",
+        "List schedules and wake-ups, show run history, cancel a wake-up.",
+    ),
+    "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
+    "tool": ("fastagent_cli.cli.tool_cmd:tool", "Run one tool directly with JSON arguments."),
+}

@@ -55,12 +55,13 @@ def chat(
     if resume and (no_input or not interactive):
         raise UsageError("--resume picks a session interactively: use --session ID or --continue")
 
-    from fastagent_cli.assembly import inspect_agent_dir, open_agent
+    from fastagent_cli.assembly import open_agent
     from fastagent_cli.chat.launch import SessionChoice, launch
-    from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.cli.model_picker import read_agent
 
-    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
-    ensure_model(surface, no_input)
+    surface = read_agent(
+        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, no_input=no_input
+    )
     opened = open_agent(surface)
     choice = SessionChoice(session, continue_last, resume)
     code = run_async(launch(opened, choice, interactive=interactive))

@@ -1,4 +1,4 @@
-"""The click group: commands are resolved from :data:`~fastagent_cli.cli.table.COMMANDS` on demand,
+"""The click group: commands are resolved from :data:`~fastagent_cli.cli.COMMANDS` on demand,
 and a mistyped command gets a suggestion instead of running."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fastagent_cli._version import __version__
-from fastagent_cli.cli.table import COMMANDS
+from fastagent_cli.cli import COMMANDS
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem

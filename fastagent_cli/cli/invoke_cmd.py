@@ -63,11 +63,12 @@ def invoke(
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
-    from fastagent_cli.assembly import inspect_agent_dir, open_agent
-    from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.assembly import open_agent
+    from fastagent_cli.cli.model_picker import read_agent
 
-    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
-    ensure_model(surface, no_input)
+    surface = read_agent(
+        directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, no_input=no_input
+    )
     opened = open_agent(surface)
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")

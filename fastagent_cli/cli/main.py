@@ -1,6 +1,6 @@
 """Entry point. Start-up is a feature: ``--version`` answers before click is imported, and each
 command module is imported only when that command runs (``--help`` lists commands from the table
-in :mod:`.table` without importing them)."""
+in :data:`fastagent_cli.cli.COMMANDS` without importing them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from fastagent_cli._version import __version__
-from fastagent_cli.cli.table import COMMANDS
+from fastagent_cli.cli import COMMANDS
 
 __all__ = ["COMMANDS", "main"]
 

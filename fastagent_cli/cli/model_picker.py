@@ -1,9 +1,9 @@
 """The first-run model picker: when nothing names a model and a terminal is attached.
 
-Commands call :func:`ensure_model` on the directory they read, before they open it::
+Commands read the directory through :func:`read_agent`, which calls :func:`ensure_model` on what
+it read, then open it::
 
-    surface = inspect_agent_dir(directory, model=model, auth_path=auth_path, ...)
-    ensure_model(surface, no_input)
+    surface = read_agent(directory, model=model, sessions_dir=..., auth_path=..., no_input=...)
     opened = open_agent(surface)
 
 When ``--model``, ``FASTAGENT_MODEL`` or the config's ``model`` names one, it returns at once and
@@ -31,7 +31,7 @@ from fastagent_cli.models.registry import ModelRegistry, ProviderInfo, parse_spe
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
 
-__all__ = ["ProviderChoice", "ensure_model", "pick_model", "provider_choices"]
+__all__ = ["ProviderChoice", "ensure_model", "pick_model", "provider_choices", "read_agent"]
 
 READY, NO_KEY, NEEDS_KEY = 0, 1, 2
 OFFLINE_SPEC = "scripted/echo"
@@ -168,3 +168,20 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
         return
     say(f'[fastagent] hint: could not edit {placement.config_path} safely; add model = "{spec}" to it')
     surface.choose_model(spec, "--model")
+
+
+def read_agent(
+    directory: str,
+    *,
+    model: str | None,
+    sessions_dir: str | None,
+    auth_path: str | None,
+    no_input: bool,
+) -> AgentSurface:
+    """The command's one read of the agent directory, with a model named: when nothing names one,
+    the first-run picker asks on a terminal (or the one-line missing-model error)."""
+    from fastagent_cli.assembly import inspect_agent_dir
+
+    surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
+    ensure_model(surface, no_input)
+    return surface

@@ -94,15 +94,15 @@ def _finish(outcome: Outcome) -> None:
 
 
 def _read(options: ServeOptions, no_input: bool) -> AgentSurface:
-    """The one read of the agent directory in this process, with a model named (or picked)."""
-    from fastagent_cli.assembly import inspect_agent_dir
-    from fastagent_cli.cli.model_picker import ensure_model
+    from fastagent_cli.cli.model_picker import read_agent
 
-    surface = inspect_agent_dir(
-        options.directory, model=options.model, sessions_dir=options.sessions_dir, auth_path=options.auth_path
+    return read_agent(
+        options.directory,
+        model=options.model,
+        sessions_dir=options.sessions_dir,
+        auth_path=options.auth_path,
+        no_input=no_input,
     )
-    ensure_model(surface, no_input)
-    return surface
 
 
 def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
