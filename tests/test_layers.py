@@ -9,8 +9,10 @@ Layers, inner to outer (imports point inward only)::
     engine
     definition (+ auth/, which may read the definition)
     assembly
-    hosts      chat/, serving/, schedules/, channels/, remote/, deploy/ (siblings; chat may use
-               remote/ for attach): contract, errors, messages, state and assembly only
+    hosts      chat/, serving/, schedules/, channels/, remote/ (siblings; chat may use remote/ for
+               attach): contract, errors, messages, state and assembly only
+    tooling    deploy/: the ``deploy`` command's machinery (it writes files and drives host CLIs;
+               it hosts no agent), held to the cli's rule
     cli        (never the engine or the session stores: it reaches them through assembly)
     api        the package root (fastagent_cli/__init__.py: the public API, lazily) and __main__
 
@@ -38,7 +40,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("engine", frozenset({"engine"})),
     ("definition", frozenset({"definition", "auth"})),
     ("assembly", frozenset({"assembly"})),
-    ("hosts", frozenset({"chat", "serving", "schedules", "channels", "remote", "deploy"})),
+    ("hosts", frozenset({"chat", "serving", "schedules", "channels", "remote"})),
+    ("tooling", frozenset({"deploy"})),
     ("cli", frozenset({"cli"})),
     ("api", frozenset({"", "__main__"})),
 ]
@@ -131,7 +134,7 @@ def violations(root: Path) -> list[str]:
             found.append(f"{edge.where()}: sideways import {arrow}")
         elif LAYERS[here][0] == "hosts" and there < here and dst not in HOST_MAY_IMPORT:
             found.append(f"{edge.where()}: a host imports {arrow}; hosts use assembly's ports")
-        elif LAYERS[here][0] == "cli" and dst in CLI_MAY_NOT_IMPORT:
+        elif LAYERS[here][0] in ("tooling", "cli") and dst in CLI_MAY_NOT_IMPORT:
             found.append(f"{edge.where()}: the cli imports {arrow}; commands use assembly's ports")
     return found
 

@@ -10,8 +10,10 @@
   fatal and hands hosts an :class:`OpenedAgent`, the contract's ``Agent`` plus the
   :class:`SessionPort`. :func:`open_agent_dir` is both steps at once.
 
-Hosts import from here, the contract and the errors only; the engine, the stores and the model
-registry stay behind these ports.
+The agent's ``channels/*.py`` files (which are enabled, what each one's ``channel`` is) are handed
+to hosts from here too (:mod:`fastagent_cli.definition.channel_files`). Hosts import from here,
+the contract and the errors only; the engine, the stores and the model registry stay behind these
+ports.
 """
 
 from fastagent_cli.assembly.library import create_agent
@@ -28,13 +30,27 @@ from fastagent_cli.assembly.reading import (
     resolve_model_spec,
 )
 from fastagent_cli.assembly.sessions import SessionPort, SessionSettings, SessionSummary, SessionView
+from fastagent_cli.definition.channel_files import (
+    CHANNELS_DIR,
+    ChannelFiles,
+    InspectedChannel,
+    channel_files,
+    connection_name,
+    describe_exception,
+    import_channel,
+    inspect_channels,
+    is_long_connection,
+)
 from fastagent_cli.definition.report import Finding, SummaryRow, format_row
 
 __all__ = [
+    "CHANNELS_DIR",
     "MISSING_MODEL",
     "AgentLocation",
     "AgentSurface",
+    "ChannelFiles",
     "Finding",
+    "InspectedChannel",
     "OpenedAgent",
     "ScheduleDir",
     "SessionPort",
@@ -42,9 +58,15 @@ __all__ = [
     "SessionSummary",
     "SessionView",
     "SummaryRow",
+    "channel_files",
+    "connection_name",
     "create_agent",
+    "describe_exception",
     "format_row",
+    "import_channel",
     "inspect_agent_dir",
+    "inspect_channels",
+    "is_long_connection",
     "locate_agent",
     "login_target",
     "open_agent",

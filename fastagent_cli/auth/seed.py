@@ -1,8 +1,9 @@
 """``FASTAGENT_AUTH_SEED``: a credential file carried to a deployed box by ``fastagent deploy``.
 
 The value is the base64 of an ``auth.json``. ``fastagent start`` writes it to the agent's auth
-path (0600, in a 0700 directory, under the credential lock) only when no file exists there, so a
-credential the box has since refreshed or changed is never rolled back by a stale seed.
+path, as its one read of the directory resolved it (0600, in a 0700 directory, under the
+credential lock), only when no file exists there, so a credential the box has since refreshed or
+changed is never rolled back by a stale seed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from fastagent_cli.auth.store import AuthStore
 from fastagent_cli.errors import CredentialError
 
-__all__ = ["AUTH_SEED_ENV", "seed_agent_auth", "seed_auth_file"]
+__all__ = ["AUTH_SEED_ENV", "seed_auth_file"]
 
 AUTH_SEED_ENV = "FASTAGENT_AUTH_SEED"
 
@@ -44,20 +45,3 @@ def seed_auth_file(path: Path, env: Mapping[str, str] | None = None) -> bool:
         return True
 
     return store.update(fill, write_if=bool)
-
-
-def seed_agent_auth(directory: str, auth_flag: str | None) -> Path | None:
-    """Seed the credential file of the agent in ``directory`` (its auth path, as every command
-    resolves it); the path written, or ``None``. Nothing is read unless the seed is set."""
-    if not os.environ.get(AUTH_SEED_ENV):
-        return None
-    from fastagent_cli.auth.paths import resolve_auth_path
-    from fastagent_cli.definition.dotenv import load_dotenv
-    from fastagent_cli.definition.placement import resolve_placement
-    from fastagent_cli.state.paths import resolve_state_root
-
-    placement = resolve_placement(directory)
-    load_dotenv(placement.agent_dir / ".env")
-    state_root = resolve_state_root(placement.agent_dir, placement.workspace)
-    path = resolve_auth_path(auth_flag, state_root, placement.workspace)
-    return path if seed_auth_file(path) else None

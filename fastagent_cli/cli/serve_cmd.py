@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
@@ -93,23 +94,25 @@ def _finish(outcome: Outcome) -> None:
         raise SystemExit(outcome.code)
 
 
-def _read(options: ServeOptions, no_input: bool) -> AgentSurface:
-    from fastagent_cli.cli.model_picker import read_agent
+def _read(options: ServeOptions, no_input: bool, *, seed: bool = False) -> AgentSurface:
+    """The one read of the agent directory in this process, with a model named (or picked)."""
+    from fastagent_cli.assembly import inspect_agent_dir
+    from fastagent_cli.cli.model_picker import ensure_model
 
-    return read_agent(
-        options.directory,
-        model=options.model,
-        sessions_dir=options.sessions_dir,
-        auth_path=options.auth_path,
-        no_input=no_input,
+    surface = inspect_agent_dir(
+        options.directory, model=options.model, sessions_dir=options.sessions_dir, auth_path=options.auth_path
     )
+    if seed:
+        _seed_auth(surface.auth_path)  # before the model check: a deployed box's first start
+    ensure_model(surface, no_input)
+    return surface
 
 
-def _serve_here(options: ServeOptions, link: WorkerLink | None = None) -> None:
+def _serve_here(options: ServeOptions, link: WorkerLink | None = None, *, seed: bool = False) -> None:
     from fastagent_cli.schedules.host import prepare_schedule_host
     from fastagent_cli.serving.runner import serve_foreground
 
-    surface = _read(options, options.no_input or link is not None)  # a worker never prompts
+    surface = _read(options, options.no_input or link is not None, seed=seed)  # a worker never prompts
     _finish(run_async(serve_foreground(options, surface, link, scheduler=prepare_schedule_host)))
 
 
@@ -120,20 +123,15 @@ def start(directory: str, port: str | None, bind: str | None, **rest: Any) -> No
     from fastagent_cli.logging_setup import configure_logging
 
     configure_logging("info")
-    options = _options("start", port, bind, directory=directory, **rest)
-    _seed_auth(options)
-    _serve_here(options)
+    _serve_here(_options("start", port, bind, directory=directory, **rest), seed=True)
 
 
-def _seed_auth(options: ServeOptions) -> None:
+def _seed_auth(path: Path) -> None:
     """A deployed box's first start: write the credential ``deploy --run`` carried (FASTAGENT_AUTH_SEED)."""
-    from fastagent_cli.auth.seed import seed_agent_auth
+    from fastagent_cli.auth.seed import seed_auth_file
 
-    written = seed_agent_auth(options.directory, options.auth_path)
-    if written is not None:
-        logging.getLogger("fastagent.host").info(
-            "[fastagent] auth: wrote %s from FASTAGENT_AUTH_SEED", written
-        )
+    if seed_auth_file(path):
+        logging.getLogger("fastagent.host").info("[fastagent] auth: wrote %s from FASTAGENT_AUTH_SEED", path)
 
 
 @click.command("dev")

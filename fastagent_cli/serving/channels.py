@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from fastagent_cli.contract import Agent
-from fastagent_cli.definition.channel_files import (
+from fastagent_cli.assembly import (
     CHANNELS_DIR,
     channel_files,
     connection_name,
@@ -37,6 +36,7 @@ from fastagent_cli.definition.channel_files import (
     import_channel,
     is_long_connection,
 )
+from fastagent_cli.contract import Agent
 from fastagent_cli.errors import ServeError
 from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
 
