@@ -13,13 +13,13 @@ import hashlib
 import json
 import os
 import secrets
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from fastagent_cli.errors import CredentialError, one_line
+from fastagent_cli.messages import now_ms
 
 __all__ = [
     "EXPIRY_MARGIN_MS",
@@ -70,10 +70,6 @@ class TokenError(CredentialError):
         super().__init__(message)
         self.permanent = permanent
         self.detail = detail or message
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def expires_in(seconds: Any, margin_ms: int = EXPIRY_MARGIN_MS) -> int:
