@@ -1,10 +1,17 @@
-"""The HTTP half every wire client shares: an owned or borrowed ``httpx.AsyncClient``, the timeouts,
-and one streaming POST whose failures come out classified as
-:class:`~fastagent_cli.errors.ProviderError` (status errors with the provider's own message,
-connection resets and timeouts as retryable)."""
+"""The HTTP half every wire client shares: an owned or borrowed ``httpx.AsyncClient`` with the
+pool limits of :mod:`~fastagent_cli.models.http_pool`, and one streaming POST whose failures come
+out classified as :class:`~fastagent_cli.errors.ProviderError` (status errors with the provider's
+own message, connection resets and timeouts as retryable).
+
+The POST runs as an :class:`~fastagent_cli.models.http_exchange.Exchange`: a turn cancelled at
+any moment (a client that disconnects) leaves no request behind in the connection pool.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,8 +19,15 @@ from typing import Any
 import httpx
 
 from fastagent_cli.models.http_errors import error_from_exception, error_from_response
+from fastagent_cli.models.http_exchange import Exchange, StreamedResponse
+from fastagent_cli.models.http_pool import DEFAULT_POOL, PoolLimits, new_http_client
 
-__all__ = ["HttpStreamClient"]
+__all__ = ["HttpStreamClient", "StreamedResponse"]
+
+log = logging.getLogger("fastagent.models")
+
+_FULL_LOG_INTERVAL_S = 30.0
+_CLOSE_WAIT_S = 1.0
 
 
 class HttpStreamClient:
@@ -21,32 +35,75 @@ class HttpStreamClient:
         self,
         http: httpx.AsyncClient | None = None,
         *,
-        connect_timeout: float = 15,
-        read_timeout: float = 300,
+        pool: PoolLimits = DEFAULT_POOL,
     ) -> None:
         self._owns_http = http is None
-        self._http = http if http is not None else httpx.AsyncClient()
-        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._http = http if http is not None else new_http_client(pool)
+        self._pool = pool
+        self._timeout = pool.timeout()
+        self._exchanges: set[Exchange] = set()
+        self._full_logged_at = float("-inf")
+
+    @property
+    def in_flight(self) -> int:
+        """Model requests started and not yet closed."""
+        return len(self._exchanges)
 
     async def aclose(self) -> None:
-        """Close the HTTP client, if this object created it."""
+        """Stop every exchange (boundedly), then close the HTTP client if this object created it."""
+        exchanges, self._exchanges = list(self._exchanges), set()
+        for exchange in exchanges:
+            exchange.abandon()
+        tasks = {exchange.task for exchange in exchanges}
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=_CLOSE_WAIT_S)
+            for task in pending:
+                task.cancel()
         if self._owns_http:
             await self._http.aclose()
+
+    def _start(self, request: httpx.Request) -> Exchange:
+        if len(self._exchanges) >= self._pool.max_connections:
+            now = time.monotonic()
+            if now - self._full_logged_at >= _FULL_LOG_INTERVAL_S:
+                self._full_logged_at = now
+                log.warning(
+                    "[models] the model connection pool is full (%d requests in flight, limit %d); "
+                    "new requests wait up to %g s for a connection",
+                    len(self._exchanges),
+                    self._pool.max_connections,
+                    self._pool.pool_timeout_s,
+                )
+        exchange = Exchange(self._http, request)
+        self._exchanges.add(exchange)
+        exchange.task.add_done_callback(lambda _: self._exchanges.discard(exchange))
+        return exchange
 
     @asynccontextmanager
     async def _post_stream(
         self, provider: str, url: str, headers: Mapping[str, str], body: Any
-    ) -> AsyncIterator[httpx.Response]:
+    ) -> AsyncIterator[StreamedResponse]:
         """A successful streaming response; any HTTP failure, also while the body is read inside
-        the ``with`` block, raises a classified ProviderError. Leaving the block closes the
-        request (which is how a cancelled turn aborts it)."""
+        the ``with`` block, raises a classified ProviderError. Leaving the block (normally, by an
+        error or by cancellation) closes the request."""
+        request = self._http.build_request(
+            "POST", url, json=body, headers=dict(headers), timeout=self._timeout
+        )
+        exchange = self._start(request)
         try:
-            async with self._http.stream(
-                "POST", url, json=body, headers=dict(headers), timeout=self._timeout
-            ) as response:
-                if not response.is_success:
-                    raw = await response.aread()
-                    raise error_from_response(provider, response.status_code, raw, response.headers)
-                yield response
+            response = await exchange.response()
+            if not response.is_success:
+                raw = await response.aread()
+                raise error_from_response(provider, response.status_code, raw, response.headers)
+            yield response
         except httpx.HTTPError as exc:
+            if isinstance(exc, httpx.PoolTimeout):
+                log.warning(
+                    "[models] no free model connection within %g s (%d requests in flight, limit %d)",
+                    self._pool.pool_timeout_s,
+                    len(self._exchanges),
+                    self._pool.max_connections,
+                )
             raise error_from_exception(provider, exc) from exc
+        finally:
+            exchange.abandon()

@@ -136,7 +136,9 @@ def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """A :class:`ProviderError` for a transport failure (httpx exceptions, resets, timeouts)."""
     detail = _detail(exc)
     retryable = True
-    if isinstance(exc, httpx.ConnectTimeout):
+    if isinstance(exc, httpx.PoolTimeout):
+        message = "every model connection is busy (no free connection within the pool timeout)"
+    elif isinstance(exc, httpx.ConnectTimeout):
         message = f"connection timed out: {detail}"
     elif isinstance(exc, httpx.ReadTimeout):
         message = f"timed out waiting for the response: {detail}"

@@ -16,9 +16,10 @@ stream arriving in pieces. Every request is recorded (method, path, lower-cased 
 Responses: ``enqueue_stream(events)`` (OpenAI appends ``data: [DONE]`` unless ``done=False``),
 ``enqueue_cut(events)`` (closes the socket mid-answer), ``enqueue_hold(events)`` (keeps the stream
 open until the client goes away; then ``await fake.wait_disconnect()``), ``enqueue_error(status,
-body, headers)`` and ``enqueue_raw(status, body, content_type=...)``. An event is a dict (encoded as
-JSON; Anthropic dicts also get ``event: <type>``), a ``str`` written verbatim (comments, CRLF tests)
-or ``bytes``. An empty queue answers 500 ``fake server: no response queued``.
+body, headers)`` and ``enqueue_raw(status, body, content_type=...)``; ``answer_always(events)``
+streams ``events`` to every request the queue has nothing for (load and soak runs). An event is a
+dict (encoded as JSON; Anthropic dicts also get ``event: <type>``), a ``str`` written verbatim
+(comments, CRLF tests) or ``bytes``. An empty queue answers 500 ``fake server: no response queued``.
 
 Builders for typical streams (re-exported from :mod:`tests.fakes.wire_builders`): ``openai_reply``,
 ``openai_chunk``, ``openai_usage_chunk``, ``openai_error_body`` and ``anthropic_reply``,
@@ -30,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -101,6 +102,8 @@ class _Stream:
     mode: str = "complete"  # complete | cut | hold
     done: bool = True
     headers: dict[str, str] = field(default_factory=dict)
+    burst_after: int | None = None
+    pause: Callable[[], float] = float
 
 
 @dataclass
@@ -118,15 +121,19 @@ class FakeProvider:
     api: ClassVar[str] = ""
     provider: ClassVar[str] = "fake"
 
-    def __init__(self, *, delay: float = 0.002) -> None:
+    def __init__(self, *, delay: float = 0.002, record: bool = True) -> None:
         self.delay = delay
+        self.record = record
+        """Keep every request in ``requests`` (turn it off for long runs)."""
         self.requests: list[RecordedRequest] = []
         self.disconnects = 0
         self._queue: deque[_Stream | _Plain] = deque()
+        self._always: _Stream | None = None
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._stopping = asyncio.Event()
         self._disconnected = asyncio.Event()
+        self._requested = asyncio.Event()
 
     # -- lifecycle
     async def start(self) -> Self:
@@ -154,6 +161,10 @@ class FakeProvider:
         await self.stop()
 
     @property
+    def origin_port(self) -> int:
+        return self._port
+
+    @property
     def origin(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
@@ -177,6 +188,16 @@ class FakeProvider:
         self, events: Sequence[Event], *, done: bool = True, headers: dict[str, str] | None = None
     ) -> None:
         self._queue.append(_Stream(list(events), "complete", done, dict(headers or {})))
+
+    def answer_always(
+        self, events: Sequence[Event], *, burst_after: int | None = None, pause: Callable[[], float] = float
+    ) -> None:
+        """Stream ``events`` (complete, with the done marker) whenever the queue is empty.
+
+        ``burst_after=n``: the first ``n`` events one by one, then a wait of ``pause()`` seconds,
+        then the rest and the end of the response in one write (a fast model whose answer is
+        ready at once)."""
+        self._always = _Stream(list(events), burst_after=burst_after, pause=pause)
 
     def enqueue_cut(self, events: Sequence[Event]) -> None:
         """Send ``events`` then drop the connection without finishing the response."""
@@ -212,6 +233,10 @@ class FakeProvider:
         """Queued responses not served yet."""
         return len(self._queue)
 
+    async def wait_request(self) -> None:
+        """Until the first request has arrived."""
+        await self._requested.wait()
+
     async def wait_disconnect(self, within: float = 1.0) -> bool:
         """True once a held stream has seen its client go away (within ``within`` seconds)."""
         try:
@@ -237,14 +262,16 @@ class FakeProvider:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        self._requested.set()
         headers = {k.lower(): v for k, v in request.headers.items()}
         peername = request.transport.get_extra_info("peername") if request.transport else None
         peer = f"{peername[0]}:{peername[1]}" if peername else ""
-        self.requests.append(RecordedRequest(request.method, request.path, headers, body, raw, peer))
+        if self.record:
+            self.requests.append(RecordedRequest(request.method, request.path, headers, body, raw, peer))
         if request.method != "POST" or request.path != self.path:
             message = f"fake server: no route for {request.method} {request.path}"
             return web.json_response(self.error_body(message), status=404)
-        item = self._queue.popleft() if self._queue else None
+        item = self._queue.popleft() if self._queue else self._always
         if item is None:
             return web.json_response(self.error_body("fake server: no response queued"), status=500)
         if isinstance(item, _Plain):
@@ -260,6 +287,8 @@ class FakeProvider:
         )
         await response.prepare(request)
         try:
+            if item.burst_after is not None:
+                return await self._burst(response, item, item.burst_after)
             for event in item.events:
                 await response.write(self.encode(event))
                 await asyncio.sleep(self.delay)
@@ -275,6 +304,15 @@ class FakeProvider:
             await response.write_eof()
         except (ConnectionError, RuntimeError):
             self._note_disconnect()
+        return response
+
+    async def _burst(self, response: web.StreamResponse, item: _Stream, head: int) -> web.StreamResponse:
+        for event in item.events[:head]:
+            await response.write(self.encode(event))
+        await asyncio.sleep(item.pause())
+        rest = b"".join(self.encode(event) for event in item.events[head:])
+        await response.write(rest + (self.done_marker() if item.done else b""))
+        await response.write_eof()
         return response
 
     async def _hold(self, request: web.Request) -> None:

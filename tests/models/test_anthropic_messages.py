@@ -10,6 +10,7 @@ import pytest
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.models.anthropic_messages import AnthropicMessagesClient
 from fastagent_cli.models.anthropic_request import normalize_tool_id
+from fastagent_cli.models.http_pool import PoolLimits
 from fastagent_cli.models.types import (
     AssistantMessage,
     Message,
@@ -40,7 +41,7 @@ async def fake() -> AsyncIterator[FakeAnthropic]:
 
 @pytest.fixture
 async def client() -> AsyncIterator[AnthropicMessagesClient]:
-    c = AnthropicMessagesClient(connect_timeout=2, read_timeout=5)
+    c = AnthropicMessagesClient(pool=PoolLimits(connect_timeout_s=2, read_timeout_s=5))
     yield c
     await c.aclose()
 

@@ -110,7 +110,7 @@ def request() -> httpx.Request:
         (httpx.ConnectError("[Errno 111] Connection refused"), "connection failed: [Errno 111]", True),
         (httpx.ConnectTimeout("timed out"), "connection timed out", True),
         (httpx.ReadTimeout("read"), "timed out waiting for the response", True),
-        (httpx.PoolTimeout(""), "request timed out: PoolTimeout", True),
+        (httpx.PoolTimeout(""), "every model connection is busy", True),
         (
             httpx.RemoteProtocolError("peer closed connection without sending complete message body"),
             "stream interrupted: peer closed connection",

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 from fastagent_cli.errors import ProviderError
+from fastagent_cli.models.http_pool import PoolLimits
 from fastagent_cli.models.openai_chat import OpenAIChatClient
 from fastagent_cli.models.types import (
     AssistantMessage,
@@ -38,7 +39,7 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def client() -> AsyncIterator[OpenAIChatClient]:
-    c = OpenAIChatClient(connect_timeout=2, read_timeout=5)
+    c = OpenAIChatClient(pool=PoolLimits(connect_timeout_s=2, read_timeout_s=5))
     yield c
     await c.aclose()
 

@@ -28,6 +28,25 @@ from tests.serving.conftest import sse_events
 HOST_LINE = re.compile(r"http host on (?:\S+?)?:(\d+)")
 
 
+def established_connections(pid: int, remote_port: int) -> int:
+    """How many TCP connections process ``pid`` holds ESTABLISHED to ``127.0.0.1:remote_port``
+    (Linux: its socket fds matched against ``/proc/<pid>/net/tcp``)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    count = 0
+    with open(f"/proc/{pid}/net/tcp", encoding="ascii") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and int(remote.split(":")[1], 16) == remote_port and inode in inodes:
+                count += 1
+    return count
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,0 +1,118 @@
+"""One streaming HTTP exchange, run in a task of its own so that cancelling the turn that reads it
+can never interrupt httpcore in the middle of its pool bookkeeping.
+
+Why: httpcore shields the close of a response (and the hand-over of a pooled connection) against
+*anyio* cancellation only. A plain ``Task.cancel()``, which is how an asyncio turn is aborted,
+that lands while a response is being closed leaves the request registered in the pool for ever;
+after ``max_connections`` of those every later model request waits on the pool and the server is
+wedged. So the reader never runs httpcore code itself:
+
+* a worker task sends the request and waits for the response head with no cancellation at all
+  (the pool, connect and read timeouts bound it); a reader that leaves before the head arrives
+  just stops waiting, and the worker closes the response as soon as it has one;
+* the worker reads the body inside an anyio cancel scope and hands the chunks over a queue; a
+  reader that leaves cancels that scope, the one kind of cancellation httpcore's shielded closes
+  are written for;
+* the worker closes the response itself, so by the time the reader sees the end of the body the
+  connection is back in the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import anyio
+import httpx
+
+__all__ = ["Exchange", "StreamedResponse"]
+
+_END = object()
+
+
+class StreamedResponse:
+    """The head of a response, and its body as the worker hands it over (read it once)."""
+
+    def __init__(self, response: httpx.Response, exchange: Exchange) -> None:
+        self.status_code = response.status_code
+        self.headers = response.headers
+        self._exchange = exchange
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The decoded body, chunk by chunk; transport failures raise the ``httpx`` error."""
+        while True:
+            chunk = await self._exchange.next_chunk()
+            if chunk is None:
+                return
+            yield chunk
+
+    async def aread(self) -> bytes:
+        return b"".join([chunk async for chunk in self.aiter_bytes()])
+
+
+class Exchange:
+    """Start with ``Exchange(http, request)``; ``await response()``; always ``abandon()`` when done."""
+
+    def __init__(self, http: httpx.AsyncClient, request: httpx.Request) -> None:
+        self._http = http
+        self._request = request
+        self._head: asyncio.Future[httpx.Response] = asyncio.get_running_loop().create_future()
+        self._chunks: asyncio.Queue[object] = asyncio.Queue()
+        self._scope = anyio.CancelScope()  # cancelling it before it is entered is allowed
+        self._abandoned = False
+        self.task = asyncio.create_task(self._run(), name=f"http {request.method} {request.url.host}")
+
+    async def response(self) -> StreamedResponse:
+        """The response head (raises the ``httpx`` error when the request failed)."""
+        return StreamedResponse(await asyncio.shield(self._head), self)
+
+    async def next_chunk(self) -> bytes | None:
+        item = await self._chunks.get()
+        if item is _END:
+            self._chunks.put_nowait(_END)  # a second reader sees the end too
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        assert isinstance(item, bytes)
+        return item
+
+    def abandon(self) -> None:
+        """The reader is done (finished, failed or cancelled): stop reading and close. Never
+        blocks; the worker finishes the close on its own."""
+        self._abandoned = True
+        self._scope.cancel()
+
+    async def _run(self) -> None:
+        try:
+            response = await self._http.send(self._request, stream=True)
+        except BaseException as exc:
+            if self._abandoned or not isinstance(exc, Exception):
+                self._head.cancel()
+            else:
+                self._head.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        try:
+            if self._abandoned:
+                self._head.cancel()
+                return
+            self._head.set_result(response)
+            with self._scope:
+                try:
+                    async for chunk in response.aiter_bytes():
+                        self._chunks.put_nowait(chunk)
+                except httpx.HTTPError as exc:
+                    self._chunks.put_nowait(exc)
+                else:
+                    self._chunks.put_nowait(_END)
+        except BaseException:
+            # Cancelled from outside (the client is being closed): the reader must not hang.
+            self._chunks.put_nowait(httpx.ReadError("the model client was closed", request=self._request))
+            raise
+        finally:
+            await response.aclose()

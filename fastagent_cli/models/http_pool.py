@@ -1,0 +1,55 @@
+"""The model HTTP connection pool: every limit and timeout of the wire clients' ``httpx`` client,
+in one place so they can be tuned together.
+
+* ``max_connections``: model requests in flight at once per API shape (one streaming request
+  holds one HTTP/1.1 connection for its whole answer). A request beyond it waits for a free
+  connection for at most ``pool_timeout_s``, then fails as a *retryable* provider error (the turn
+  retries with backoff and ends ``failed{retryable: true}``), and the pool being full is logged;
+  it never waits silently forever.
+* ``max_keepalive`` idle connections are kept for ``keepalive_expiry_s`` so sequential turns reuse
+  them (no TCP/TLS handshake per turn).
+* ``connect_timeout_s`` bounds opening a connection; ``read_timeout_s`` bounds every wait for
+  bytes of an answer (a model that goes silent that long is treated as gone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+__all__ = ["DEFAULT_POOL", "PoolLimits", "new_http_client"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    max_connections: int = 256
+    max_keepalive: int = 256
+    keepalive_expiry_s: float = 15.0
+    pool_timeout_s: float = 10.0
+    connect_timeout_s: float = 15.0
+    read_timeout_s: float = 300.0
+    write_timeout_s: float = 60.0
+
+    def limits(self) -> httpx.Limits:
+        return httpx.Limits(
+            max_connections=self.max_connections,
+            max_keepalive_connections=self.max_keepalive,
+            keepalive_expiry=self.keepalive_expiry_s,
+        )
+
+    def timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(
+            connect=self.connect_timeout_s,
+            read=self.read_timeout_s,
+            write=self.write_timeout_s,
+            pool=self.pool_timeout_s,
+        )
+
+
+DEFAULT_POOL = PoolLimits()
+
+
+def new_http_client(pool: PoolLimits = DEFAULT_POOL) -> httpx.AsyncClient:
+    """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts."""
+    return httpx.AsyncClient(limits=pool.limits(), timeout=pool.timeout())

@@ -1,0 +1,93 @@
+"""The shared HTTP half of the wire clients: a reader cancelled at any moment leaves nothing behind in
+the connection pool, and a full pool is a retryable error (and a log line), never a silent hang."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from contextlib import aclosing
+
+import httpx
+import pytest
+
+from fastagent_cli.errors import ProviderError
+from fastagent_cli.models.anthropic_messages import AnthropicMessagesClient
+from fastagent_cli.models.http_client import HttpStreamClient
+from fastagent_cli.models.http_pool import PoolLimits
+from fastagent_cli.models.openai_chat import OpenAIChatClient
+from fastagent_cli.models.types import ModelRequest
+from tests.fakes.fake_providers import FakeAnthropic, FakeOpenAI, FakeProvider, anthropic_reply, openai_reply
+
+ClientFactory = Callable[[httpx.AsyncClient | None], HttpStreamClient]
+
+WIRES: list[tuple[type[FakeProvider], ClientFactory, list[object]]] = [
+    (FakeOpenAI, lambda http: OpenAIChatClient(http), openai_reply("a fast answer")),  # type: ignore[list-item]
+    (FakeAnthropic, lambda http: AnthropicMessagesClient(http), anthropic_reply("a fast answer")),  # type: ignore[list-item]
+]
+
+
+def request_for(fake: FakeProvider) -> ModelRequest:
+    return ModelRequest(
+        model=fake.model_info(),
+        system="",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}],
+        api_key="test-key",
+    )
+
+
+async def drain(client: HttpStreamClient, request: ModelRequest) -> object:
+    final: object = None
+    async with aclosing(client.stream(request)) as stream:  # type: ignore[attr-defined]
+        async for item in stream:
+            final = item
+    return final
+
+
+@pytest.mark.parametrize(("fake_type", "make_client", "reply"), WIRES, ids=["openai", "anthropic"])
+async def test_readers_cancelled_at_any_moment_leave_the_pool_free(
+    fake_type: type[FakeProvider], make_client: ClientFactory, reply: list[object]
+) -> None:
+    jitter = random.Random(3)
+    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
+    async with fake_type(record=False) as fake, httpx.AsyncClient(limits=limits) as http:
+        fake.answer_always(reply, burst_after=2, pause=lambda: jitter.uniform(0, 0.001))  # type: ignore[arg-type]
+        client = make_client(http)
+        request = request_for(fake)
+        for _ in range(300):
+            reader = asyncio.create_task(drain(client, request))
+            for _ in range(jitter.randint(0, 60)):
+                await asyncio.sleep(0)
+            reader.cancel()
+            if jitter.random() < 0.3:  # an impatient caller cancels twice
+                await asyncio.sleep(0)
+                reader.cancel()
+            try:
+                await reader
+            except asyncio.CancelledError:
+                pass
+        # Had a cancellation stranded a request in the pool, these would wait on it for ever.
+        finals = await asyncio.wait_for(asyncio.gather(drain(client, request), drain(client, request)), 10)
+        assert all(isinstance(f, dict) and f["stopReason"] == "stop" for f in finals)
+        await client.aclose()
+        assert client.in_flight == 0
+
+
+async def test_a_full_pool_is_a_retryable_error_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "fastagent.models")
+    async with FakeOpenAI() as fake:
+        fake.enqueue_hold(openai_reply("never ends")[:1])
+        client = OpenAIChatClient(pool=PoolLimits(max_connections=1, pool_timeout_s=0.2))
+        request = request_for(fake)
+        holder = asyncio.create_task(drain(client, request))
+        await asyncio.wait_for(fake.wait_request(), 5)
+        with pytest.raises(ProviderError) as caught:
+            await asyncio.wait_for(drain(client, request), 5)
+        assert caught.value.retryable
+        assert "every model connection is busy" in caught.value.message
+        holder.cancel()
+        await client.aclose()
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("model connection pool is full (1 requests in flight, limit 1)" in m for m in logged)
+    assert any("no free model connection within 0.2 s" in m for m in logged)
