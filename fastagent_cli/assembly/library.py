@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastagent_cli.assembly.opened import renewing_credentials
-from fastagent_cli.engine.agent import EngineAgent, EngineConfig
+from fastagent_cli.engine.agent import DEFAULT_TOOL_TIMEOUT_S, EngineAgent, EngineConfig
 from fastagent_cli.engine.ports import static_tools
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.messages import ThinkingLevel
@@ -30,6 +30,7 @@ def create_agent(
     cwd: str | os.PathLike[str] | None = None,
     thinking_level: ThinkingLevel = "medium",
     max_tool_rounds: int = 50,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S,
     retry: RetryPolicy | None = None,
     registry: ModelRegistry | None = None,
     auth_path: str | os.PathLike[str] | None = None,
@@ -59,6 +60,7 @@ def create_agent(
             cwd=workdir,
             thinking_level=thinking_level,
             max_tool_rounds=max_tool_rounds,
+            tool_timeout=tool_timeout or None,
             retry=retry or RetryPolicy(),
         )
     )

@@ -197,6 +197,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             cwd=str(surface.workspace),
             thinking_level=config.thinking_level,
             max_tool_rounds=config.engine.max_tool_rounds,
+            tool_timeout=config.engine.tool_timeout or None,
             retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
         )
     )

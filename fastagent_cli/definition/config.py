@@ -16,6 +16,7 @@ a TOML syntax error names the file, line and column::
 
     [engine]
     max_tool_rounds = 50
+    tool_timeout = 600                 # seconds a tool call may run (0: no limit)
 
     [deploy]
     secrets = ["OPENAI_API_KEY"]
@@ -78,6 +79,7 @@ class EngineSettings(_Strict):
     max_tool_rounds: int = Field(default=50, ge=1, le=1000)
     max_retries: int = Field(default=3, ge=0, le=10)
     retry_base_delay_ms: int = Field(default=2000, ge=0, le=60_000)
+    tool_timeout: float = Field(default=600.0, ge=0, le=86_400)
 
 
 class DeployConfig(_Strict):

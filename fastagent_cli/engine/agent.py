@@ -49,11 +49,12 @@ from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import Tool
 
-__all__ = ["BUSY_DETAILS", "EngineAgent", "EngineConfig"]
+__all__ = ["BUSY_DETAILS", "DEFAULT_TOOL_TIMEOUT_S", "EngineAgent", "EngineConfig"]
 
 log = logging.getLogger("fastagent.agent")
 BUSY_DETAILS = "session busy: a turn is already in flight for this session"
 _CANCEL_GRACE_S = 5.0
+DEFAULT_TOOL_TIMEOUT_S = 600.0
 
 
 @dataclass(slots=True)
@@ -68,6 +69,8 @@ class EngineConfig:
     thinking_level: ThinkingLevel = DEFAULT_THINKING_LEVEL
     max_tool_rounds: int = 50
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S
+    """Seconds a tool call may run unless the tool sets its own ``timeout``; ``None``: no limit."""
 
 
 class EngineAgent:
@@ -177,6 +180,7 @@ class EngineAgent:
             cwd=self.config.cwd,
             max_tool_rounds=self.config.max_tool_rounds,
             retry=self.config.retry,
+            tool_timeout=self.config.tool_timeout,
         )
 
     async def aclose(self) -> None:

@@ -3,7 +3,9 @@
 Calls start in source order (``tool_started`` for each), run concurrently unless a tool in the
 batch is ``sequential``, and end as they finish (``tool_ended``), each result persisted as soon as
 it exists. A tool that raises becomes an error result for the model; the turn goes on. Unknown or
-inactive tools answer ``Tool <name> not found``.
+inactive tools answer ``Tool <name> not found``. A call that runs past its limit (the tool's own
+``timeout``, else the engine's ``tool_timeout``) is cancelled and answers ``Tool <name> timed out
+after N seconds``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
 
-__all__ = ["ABORTED_TOOL_TEXT", "run_tool_batch"]
+__all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
 
 log = logging.getLogger("fastagent.agent")
 ABORTED_TOOL_TEXT = "Operation aborted"
@@ -42,13 +44,32 @@ def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
     return message
 
 
-async def _execute(tool: Tool | None, call: ToolCall, ctx: ToolContext) -> ToolResult:
+def call_limit(tool: Tool, default: float | None) -> float | None:
+    """Seconds one call of ``tool`` may run: its own ``timeout``, else ``default`` (``None`` or 0:
+    no limit)."""
+    limit = tool.timeout if tool.timeout is not None else default
+    return limit if limit else None
+
+
+async def _execute(
+    tool: Tool | None, call: ToolCall, ctx: ToolContext, default_limit: float | None
+) -> ToolResult:
     if tool is None:
         return text_result(f"Tool {call['name']} not found", is_error=True)
+    limit = call_limit(tool, default_limit)
+    deadline = asyncio.timeout(limit)
     try:
-        return await tool.execute(call["arguments"], ctx)
+        async with deadline:
+            return await tool.execute(call["arguments"], ctx)
     except asyncio.CancelledError:
         raise
+    except TimeoutError as exc:
+        if not deadline.expired():
+            return text_result(
+                str(exc) or "TimeoutError", is_error=True, details={"exception": "TimeoutError"}
+            )
+        log.warning("[agent] tool %s timed out after %g s", call["name"], limit)
+        return text_result(f"Tool {call['name']} timed out after {limit:g} seconds", is_error=True)
     except Exception as exc:  # a tool's failure is the model's information, not the turn's end
         text = str(exc) or type(exc).__name__
         return text_result(text, is_error=True, details={"exception": type(exc).__name__})
@@ -67,6 +88,7 @@ async def run_tool_batch(
     record: SessionRecord,
     cwd: str,
     emit: Callable[[AgentEvent], None],
+    tool_timeout: float | None = None,
 ) -> list[ToolResultMessage]:
     """Execute ``calls``; return their result messages in source order."""
     results: dict[str, ToolResultMessage] = {}
@@ -81,7 +103,7 @@ async def run_tool_batch(
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
-        result = await _execute(tool, call, ctx)
+        result = await _execute(tool, call, ctx, tool_timeout)
         for name in bridge.added:
             if name not in result.added_tool_names:
                 result.added_tool_names.append(name)

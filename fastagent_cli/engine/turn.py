@@ -54,6 +54,7 @@ class TurnSetup:
     cwd: str
     max_tool_rounds: int
     retry: RetryPolicy
+    tool_timeout: float | None = None
 
 
 @dataclass(slots=True)
@@ -143,6 +144,7 @@ async def run_turn(setup: TurnSetup, user: UserMessage, emit: Callable[[AgentEve
             record=record,
             cwd=setup.cwd,
             emit=emit,
+            tool_timeout=setup.tool_timeout,
         )
         messages.extend(results)
     raise AssertionError("unreachable: the last round has no tools")

@@ -86,7 +86,8 @@ class Tool:
 
     ``execute`` receives the raw JSON arguments; validation is the tool's own job (the
     :func:`define_tool` wrapper validates with pydantic and answers invalid arguments as a result).
-    ``sequential`` tools make their whole batch run one call at a time.
+    ``sequential`` tools make their whole batch run one call at a time. ``timeout`` (seconds)
+    overrides the engine's default limit for one call of this tool.
     """
 
     name: str
@@ -97,6 +98,7 @@ class Tool:
     sequential: bool = False
     prompt_snippet: str | None = None
     source: str = "builtin"
+    timeout: float | None = None
 
     @property
     def spec(self) -> ToolSpec:

@@ -18,12 +18,13 @@ and Google-style ``Args:`` docstrings describe them), or a single pydantic model
 parameter annotated :class:`ToolContext` receives the context instead. Invalid arguments go back
 to the model as ``Invalid arguments: <field>: <message>; ...``. Results: a string is text; a
 :class:`ToolResult`, a list of content blocks or ``{"content": [...]}`` pass through; anything else
-is JSON text with the value kept as ``details``. Sync functions run in a worker thread.
+is JSON text with the value kept as ``details``. Sync functions run on the tool threads
+(:mod:`fastagent_cli.tools.threads`). ``timeout`` (seconds) overrides the engine's
+``[engine] tool_timeout`` for this tool; a call that runs longer ends as an error result.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -33,6 +34,7 @@ from typing import Any, get_type_hints, overload
 import pydantic
 
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
+from fastagent_cli.tools.threads import TOOL_THREADS
 
 __all__ = ["define_tool", "invalid_arguments_text", "tool", "wrap_result"]
 
@@ -140,6 +142,7 @@ def define_tool(
     deferred: bool = False,
     sequential: bool = False,
     prompt_snippet: str | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -153,6 +156,7 @@ def define_tool(
     deferred: bool = False,
     sequential: bool = False,
     prompt_snippet: str | None = None,
+    timeout: float | None = None,
 ) -> Tool: ...
 
 
@@ -165,8 +169,11 @@ def define_tool(
     deferred: bool = False,
     sequential: bool = False,
     prompt_snippet: str | None = None,
+    timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function (usable bare or with options as a decorator)."""
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"tool timeout must be a positive number of seconds, not {timeout!r}")
 
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
@@ -189,7 +196,7 @@ def define_tool(
             if is_async:
                 value = await func(**kwargs)
             else:
-                value = await asyncio.to_thread(func, **kwargs)
+                value = await TOOL_THREADS.run(tool_name, func, kwargs)
             return wrap_result(value)
 
         return Tool(
@@ -201,6 +208,7 @@ def define_tool(
             sequential=sequential,
             prompt_snippet=prompt_snippet,
             source=getattr(func, "__module__", "python"),
+            timeout=timeout,
         )
 
     if fn is not None:
