@@ -40,13 +40,18 @@ __all__ = [
 
 
 class FastagentError(Exception):
-    """Base of every error fastagent reports to a user. Printed as one ``Error: ...`` line."""
+    """Base of every error fastagent reports to a user. Printed as one ``Error: ...`` line.
+
+    ``public`` is the form a remote caller may see when the message holds what only the operator
+    should (a command line, a file's contents); ``None`` when the message itself is fit to share.
+    """
 
     exit_code: ClassVar[int] = 1
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, public: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.public = public
 
     def show(self, file: TextIO | None = None) -> None:
         stream = file if file is not None else sys.stderr
@@ -95,7 +100,15 @@ class ProviderError(FastagentError):
 
 
 class SessionError(FastagentError):
-    pass
+    """A session record cannot be read or written. ``retryable`` when the cause may pass (a full
+    disk); ``path`` names the file for the server log (never for remote callers)."""
+
+    def __init__(
+        self, message: str, *, retryable: bool = False, path: str | None = None, public: str | None = None
+    ) -> None:
+        super().__init__(message, public=public)
+        self.retryable = retryable
+        self.path = path
 
 
 class ToolError(FastagentError):

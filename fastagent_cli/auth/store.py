@@ -30,13 +30,11 @@ from typing import Any, TypeVar
 
 from fastagent_cli.errors import CredentialError
 from fastagent_cli.models.credentials import read_auth_file
-from fastagent_cli.state.atomic import atomic_write_text
+from fastagent_cli.state.atomic import DIR_MODE, FILE_MODE, atomic_write_text
 from fastagent_cli.state.locks import FileLock, LockTimeoutError
 
 __all__ = ["DIR_MODE", "FILE_MODE", "AuthStore"]
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
 LOCK_TIMEOUT = 10.0
 
 T = TypeVar("T")

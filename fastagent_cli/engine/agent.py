@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,11 +36,12 @@ from fastagent_cli.contract import (
     is_terminal,
 )
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.ports import ModelPort, SystemPrompt, ToolSource
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.settings import resolve_session_settings
-from fastagent_cli.engine.turn import TurnFailure, TurnSetup, run_turn
-from fastagent_cli.errors import CredentialError, FastagentError, ProviderError, one_line
+from fastagent_cli.engine.turn import TurnSetup, run_turn
+from fastagent_cli.errors import CredentialError
 from fastagent_cli.messages import ContentBlock, ThinkingLevel, UserMessage, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
@@ -81,7 +82,11 @@ class EngineAgent:
 
     async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
         bound = as_scope(scope)
-        release = self.config.sessions.try_lease(bound.session)
+        try:
+            release = self.config.sessions.try_lease(bound.session)
+        except Exception as exc:  # MUST 2: an unwritable store is a failed event, not a raise
+            yield self._failed(bound, exc, ())
+            return
         if release is None:
             yield Failed(BUSY_DETAILS, True, SESSION_BUSY_CODE)
             return
@@ -110,11 +115,13 @@ class EngineAgent:
 
     async def _produce(self, scope: Scope, prompt: Prompt, emit: Callable[[AgentEvent], None]) -> None:
         started = time.monotonic()
+        secrets: list[str | None] = []
         try:
             if log.isEnabledFor(logging.DEBUG):
                 preview = " ".join(prompt.text.split())[:200]
                 log.debug("[agent] ▶ turn session=%s ← %s", scope.session, preview)
             setup = await self._bind(scope)
+            secrets.append(setup.request.api_key)
             outcome = await run_turn(setup, _user_message(prompt), emit)
             data: dict[str, Any] = {
                 "model": setup.request.model.spec,
@@ -126,16 +133,17 @@ class EngineAgent:
         except asyncio.CancelledError:
             log.debug("[agent] ■ turn session=%s cancelled after %.0f ms", scope.session, _ms(started))
             raise
-        except TurnFailure as exc:
-            log.debug("[agent] ■ turn session=%s failed: %s", scope.session, exc.message)
-            emit(Failed(one_line(exc.message), exc.retryable))
-        except ProviderError as exc:  # e.g. a login that could not be renewed for now
-            emit(Failed(one_line(exc.message), exc.retryable))
-        except FastagentError as exc:
-            emit(Failed(one_line(exc.message), False))
         except Exception as exc:  # MUST 2: nothing escapes as a raise
-            log.exception("[agent] turn session=%s crashed", scope.session)
-            emit(Failed(one_line(f"internal error: {type(exc).__name__}: {exc}"), False))
+            emit(self._failed(scope, exc, secrets))
+
+    def _failed(self, scope: Scope, exc: Exception, secrets: Sequence[str | None]) -> Failed:
+        """The caller gets the redacted event; the server log gets the specifics (never the key)."""
+        event, detail = describe_failure(exc, secrets)
+        if event.code == INTERNAL_ERROR:
+            log.error("[agent] turn session=%s crashed: %s", scope.session, detail, exc_info=exc)
+        else:
+            log.warning("[agent] turn session=%s failed: %s", scope.session, detail)
+        return event
 
     # --- binding a turn -----------------------------------------------------------------------
 

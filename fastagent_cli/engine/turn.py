@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from fastagent_cli.contract import AgentEvent, Retrying, Text, Thinking
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.errors import FastagentError, ProviderError
@@ -98,7 +99,7 @@ async def _request_with_retry(
                 raise TurnFailure(exc.message, exc.retryable) from exc
             attempt += 1
             delay = setup.retry.delay_ms(attempt, exc.retry_after)
-            emit(Retrying(attempt, setup.retry.max_retries, delay, exc.message))
+            emit(Retrying(attempt, setup.retry.max_retries, delay, redact(exc.message, [request.api_key])))
             await asyncio.sleep(delay / 1000)
 
 

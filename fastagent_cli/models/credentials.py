@@ -122,10 +122,13 @@ def _run_command(command: str) -> str | None:
     try:
         done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CredentialError(f"apiKey command {command!r} failed: {exc}") from None
+        raise CredentialError(
+            f"apiKey command {command!r} failed: {exc}", public="the models.json apiKey command failed"
+        ) from None
     if done.returncode != 0:
         raise CredentialError(
-            f"apiKey command {command!r} exited with {done.returncode}: {done.stderr.strip()}"
+            f"apiKey command {command!r} exited with {done.returncode}: {done.stderr.strip()}",
+            public=f"the models.json apiKey command exited with {done.returncode}",
         )
     return done.stdout.strip() or None
 

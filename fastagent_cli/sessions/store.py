@@ -14,12 +14,17 @@ once); :meth:`SessionStore.read` is for display and never repairs or writes.
 
 Both stores inherit: a new session created with a ``parent_session`` starts from the parent's
 active path (see :mod:`fastagent_cli.sessions.inherit`).
+
+A file system that refuses (read-only, full, permission denied) surfaces as one
+:class:`~fastagent_cli.errors.SessionError` saying ``cannot write the session store: <reason>``
+(retryable when the disk is full), with the file in ``path`` for the server log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +38,7 @@ from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
 from fastagent_cli.sessions.listing import SessionSummary, list_sessions, summarize
 from fastagent_cli.sessions.parsed import ParsedFiles
 from fastagent_cli.sessions.record import SessionRecord, new_header
-from fastagent_cli.state.atomic import append_jsonl, dumps_line
+from fastagent_cli.state.atomic import FILE_MODE, append_jsonl, dumps_line, make_private_dir
 from fastagent_cli.state.locks import FileLock
 
 __all__ = ["FileSessionStore", "Inheritance", "MemorySessionStore", "Release", "SessionStore"]
@@ -42,6 +47,17 @@ Release = Callable[[], None]
 
 _THREAD_THRESHOLD = 256 * 1024
 """When more than this is unread in a record, it is parsed in a worker thread, off the loop."""
+
+_TRANSIENT = {errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EINTR, errno.EMFILE, errno.ENFILE}
+"""Causes that may pass by themselves: a turn failing with them is worth retrying."""
+
+
+def store_error(action: str, exc: OSError, path: Path) -> SessionError:
+    """``cannot <action> the session store: <reason>``, the file kept for the log."""
+    reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+    return SessionError(
+        f"cannot {action} the session store: {reason}", retryable=exc.errno in _TRANSIENT, path=str(path)
+    )
 
 
 class SessionStore(Protocol):
@@ -165,7 +181,9 @@ class FileSessionStore:
             self._publish(path, [header, *entries])
         record = await self.open_if_exists(session)
         if record is None:
-            raise SessionError(f"session record {path} vanished while it was being opened")
+            raise SessionError(
+                f"session record {path} vanished while it was being opened", retryable=True, path=str(path)
+            )
         return record
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
@@ -191,8 +209,10 @@ class FileSessionStore:
         except FileNotFoundError:
             self._parsed.forget(path)
             return None
+        except OSError as exc:
+            raise store_error("read", exc, path) from exc
         if not lines or lines[0].get("type") != "session":
-            raise SessionError(f"{path} is not a session record (no header line)")
+            raise SessionError(f"{path} is not a session record (no header line)", path=str(path))
         return lines
 
     def location(self, session: str) -> Path | None:
@@ -202,24 +222,29 @@ class FileSessionStore:
         return list_sessions(self.directory, limit)
 
     def _publish(self, path: Path, lines: Sequence[dict[str, Any]]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(lines)}.tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
+            make_private_dir(self.directory)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            with open(fd, "w", encoding="utf-8") as fh:
                 fh.write("".join(dumps_line(line) + "\n" for line in lines))
                 fh.flush()
                 os.fsync(fh.fileno())
             with contextlib.suppress(FileExistsError):
                 os.link(tmp, path)  # exclusive: a concurrent creator's record wins, ours is dropped
         except OSError as exc:
-            raise SessionError(f"cannot create session record {path}: {exc.strerror or exc}") from exc
+            raise store_error("write", exc, path) from exc
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
     def try_lease(self, session: str) -> Release | None:
         lock = FileLock(self.directory / ".locks" / f"{encode_session_id(session)}.lock")
-        return lock.release if lock.try_acquire() else None
+        try:
+            taken = lock.try_acquire()
+        except OSError as exc:
+            raise store_error("write", exc, lock.path) from exc
+        return lock.release if taken else None
 
     def sessions(self) -> list[Path]:
         """Every record file (for listings; per-turn paths never call this)."""
@@ -232,4 +257,6 @@ def _append(path: Path, entries: Sequence[dict[str, Any]]) -> None:
     try:
         append_jsonl(path, entries, create=False)
     except FileNotFoundError as exc:
-        raise SessionError(f"session record {path} was deleted during the turn") from exc
+        raise SessionError(f"session record {path} was deleted during the turn", path=str(path)) from exc
+    except OSError as exc:
+        raise store_error("write", exc, path) from exc

@@ -4,6 +4,7 @@ from fastagent_cli.state.atomic import (
     append_jsonl,
     atomic_write_json,
     atomic_write_text,
+    make_private_dir,
     read_json,
     read_jsonl,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "append_jsonl",
     "atomic_write_json",
     "atomic_write_text",
+    "make_private_dir",
     "read_json",
     "read_jsonl",
     "resolve_sessions_dir",

@@ -4,12 +4,17 @@
   rename it over the target, fsync the directory.
 * A JSONL record is appended as one whole line with one ``write`` on an ``O_APPEND`` descriptor,
   so a crash leaves at most a torn *last* line, which :func:`read_jsonl` ignores; the next append
-  starts on a line of its own instead of gluing a record onto it.
+  starts on a line of its own instead of gluing a record onto it. An append that fails part way
+  (a full disk) is truncated back, so it leaves no partial line either.
+* State is private from the moment it exists: files are created 0600 (unless a caller asks for
+  another mode) and every directory these helpers create is created 0700
+  (:func:`make_private_dir`), so there is never a moment another local user could read it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -17,14 +22,38 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
     "append_jsonl",
     "atomic_write_json",
     "atomic_write_text",
     "dumps_line",
+    "make_private_dir",
     "parse_jsonl",
     "read_json",
     "read_jsonl",
 ]
+
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def make_private_dir(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` and any missing parents with mode 0700 (existing ones are left as they are)."""
+    target = Path(path)
+    missing: list[Path] = []
+    while not target.is_dir():
+        missing.append(target)
+        if target.parent == target:
+            break
+        target = target.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory)) from None
 
 
 def dumps_line(obj: Any) -> str:
@@ -32,10 +61,10 @@ def dumps_line(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``text`` so readers see the old or the new file, never a mix."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(target.parent)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -56,7 +85,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o
     _fsync_dir(target.parent)
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o644) -> None:
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, mode: int = FILE_MODE) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n", mode=mode)
 
 
@@ -77,16 +106,21 @@ def append_jsonl(
     payload = "".join(dumps_line(r) + "\n" for r in records).encode("utf-8")
     if not payload:
         return
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0), FILE_MODE)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload  # after a torn last line (a crash), start on a line of our own
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)  # a full disk took part of the lines: take them back
+            raise
     finally:
         os.close(fd)
 

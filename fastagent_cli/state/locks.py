@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from fastagent_cli.state.atomic import make_private_dir
+
 __all__ = ["FileLock", "LockTimeoutError"]
 
 
@@ -31,7 +33,7 @@ class FileLock:
 
     def try_acquire(self) -> bool:
         """Take the lock if nobody holds it; ``False`` at once otherwise."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -56,6 +56,7 @@ def test_json_prints_every_event_as_one_line(make_agent: AgentFactory, run_cli: 
         "type": "failed",
         "details": "scripted: 401 Incorrect API key provided",
         "retryable": False,
+        "code": "model_error",
     }
 
 

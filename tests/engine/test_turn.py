@@ -172,7 +172,7 @@ async def test_non_retryable_errors_fail_at_once() -> None:
     agent = create_agent(model=model, retry=FAST_RETRY)
     events = await drain(agent.invoke("s", "hi"))
     assert [e.type for e in events] == ["failed"]
-    assert events[0] == Failed("scripted: 401 invalid x-api-key", False)
+    assert events[0] == Failed("scripted: 401 invalid x-api-key", False, "model_error")
 
 
 async def test_retries_are_bounded() -> None:

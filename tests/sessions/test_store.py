@@ -226,3 +226,28 @@ def test_the_parse_cache_keeps_within_its_byte_budget(tmp_path: Path) -> None:
     assert parsed.read(big)[0]["pad"] == "y" * 5000  # too big to keep, still read correctly
     assert parsed.cached_bytes <= 1000
     assert parsed.read(files[0])[0]["n"] == 0
+
+
+async def test_records_and_their_directories_are_private_from_creation(tmp_path: Path) -> None:
+    previous = os.umask(0)  # even a permissive umask must not widen what the store creates
+    try:
+        state = tmp_path / ".fastagent"
+        store = FileSessionStore(state / "sessions", tmp_path)
+        release = store.try_lease("s1")
+        assert release is not None
+        record = await store.open_or_create("s1")
+        record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
+        release()
+    finally:
+        os.umask(previous)
+    modes = {
+        path.relative_to(tmp_path).as_posix(): oct(path.stat().st_mode & 0o777)
+        for path in [state, *sorted(state.rglob("*"))]
+    }
+    assert modes == {
+        ".fastagent": "0o700",
+        ".fastagent/sessions": "0o700",
+        ".fastagent/sessions/.locks": "0o700",
+        ".fastagent/sessions/.locks/ss1.lock": "0o600",
+        ".fastagent/sessions/ss1.jsonl": "0o600",
+    }
