@@ -18,6 +18,7 @@ Normative rules (Agent Handler SPEC v0.1 section 6):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -50,7 +51,9 @@ __all__ = [
     "event_from_wire",
     "event_to_json",
     "event_to_wire",
+    "escape_lone_surrogates",
     "is_terminal",
+    "json_text",
 ]
 
 Json: TypeAlias = Any
@@ -211,9 +214,26 @@ def event_to_json(event: AgentEvent) -> dict[str, Json]:
     return dict(event.raw)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Lone surrogates (``"\\ud800"``: valid in a JSON string, unencodable in UTF-8) written as
+    JSON's ``\\udXXX`` escapes; in JSON text they can only stand inside strings, so the result
+    is the same JSON value."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_text(obj: Json) -> str:
+    """Compact one-line JSON, non-ASCII kept, that always encodes as UTF-8 (see
+    :func:`escape_lone_surrogates`): session lines, SSE ``data:``, model request bodies."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return escape_lone_surrogates(text) if _LONE_SURROGATE.search(text) else text
+
+
 def event_to_wire(event: AgentEvent) -> str:
     """One compact JSON line (no newline), as written to SSE ``data:`` lines and ``--json``."""
-    return json.dumps(event_to_json(event), ensure_ascii=False, separators=(",", ":"))
+    return json_text(event_to_json(event))
 
 
 def event_from_json(obj: Mapping[str, Json]) -> AgentEvent:

@@ -7,6 +7,7 @@ Without ``--session`` every call is a fresh session.
 
 from __future__ import annotations
 
+import io
 import sys
 import uuid
 from typing import TYPE_CHECKING
@@ -97,6 +98,8 @@ async def stream_turn(opened: OpenedAgent, session: str, text: str, as_json: boo
     )
 
     out = sys.stdout
+    if isinstance(out, io.TextIOWrapper):
+        out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
     names: dict[str, str] = {}
     ended_with_newline = True
     ok = False

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from fastagent_cli.contract import json_text
 from fastagent_cli.models.http_errors import error_from_exception, error_from_response
 from fastagent_cli.models.http_exchange import Exchange, StreamedResponse
 from fastagent_cli.models.http_pool import DEFAULT_POOL, PoolLimits, new_http_client
@@ -86,9 +87,10 @@ class HttpStreamClient:
         """A successful streaming response; any HTTP failure, also while the body is read inside
         the ``with`` block, raises a classified ProviderError. Leaving the block (normally, by an
         error or by cancellation) closes the request."""
-        request = self._http.build_request(
-            "POST", url, json=body, headers=dict(headers), timeout=self._timeout
-        )
+        # Encoded here, not by httpx: a lone surrogate in the conversation must not fail the turn.
+        payload = json_text(body).encode("utf-8")
+        sent = {**headers, "content-type": "application/json"}
+        request = self._http.build_request("POST", url, content=payload, headers=sent, timeout=self._timeout)
         exchange = self._start(request)
         try:
             response = await exchange.response()

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.contract import json_text
+
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
@@ -57,8 +59,9 @@ def make_private_dir(path: str | os.PathLike[str]) -> None:
 
 
 def dumps_line(obj: Any) -> str:
-    """Compact JSON as pi writes it: no spaces, non-ASCII kept, one line."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON as pi writes it: no spaces, non-ASCII kept, one line; a lone surrogate is
+    written as its ``\\udXXX`` escape, so every line encodes as UTF-8 and reads back equal."""
+    return json_text(obj)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = FILE_MODE) -> None:

@@ -3,7 +3,6 @@ go to the server log, and the configured API key goes nowhere."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -13,36 +12,15 @@ import pytest
 
 from fastagent_cli.assembly import create_agent
 from fastagent_cli.contract import Completed, Failed, Retrying
-from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.failures import describe_failure, redact
-from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import SessionError
-from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.serving.host import serve
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.sessions.store import MemorySessionStore
 from tests.conformance.suite import drain
+from tests.engine.fake_model import KEY, agent_on_fake
 from tests.fakes.fake_providers import FakeOpenAI, openai_reply
 from tests.serving.conftest import sse_events
-
-KEY = "sk-live-0123456789abcdefSECRET"
-
-
-def agent_with_key(fake: FakeOpenAI, tmp_path: Path, api_key: str = KEY) -> EngineAgent:
-    models = tmp_path / "models.json"
-    provider = {
-        "baseUrl": fake.base_url,
-        "api": "openai-completions",
-        "apiKey": api_key,
-        "models": [{"id": "m"}],
-    }
-    models.write_text(json.dumps({"providers": {"fake": provider}}))
-    return create_agent(
-        model="fake/m",
-        registry=ModelRegistry(models),
-        retry=RetryPolicy(1, 1, 5),
-        auth_path=tmp_path / "auth.json",
-    )
 
 
 async def test_a_provider_error_echoing_the_key_reaches_the_http_client_redacted(
@@ -51,7 +29,7 @@ async def test_a_provider_error_echoing_the_key_reaches_the_http_client_redacted
     caplog.set_level(logging.WARNING, "fastagent.agent")
     async with FakeOpenAI() as fake:
         fake.enqueue_error(401, {"error": {"message": f"Incorrect API key provided: {KEY}."}})
-        agent = agent_with_key(fake, tmp_path)
+        agent = agent_on_fake(fake, tmp_path)
         server = serve(create_invoke_handler(agent), port=0, host="127.0.0.1")
         try:
             port = await server.listening
@@ -76,7 +54,7 @@ async def test_retry_reasons_are_redacted_too(tmp_path: Path) -> None:
     async with FakeOpenAI() as fake:
         fake.enqueue_error(503, {"error": {"message": f"upstream refused key {KEY}"}})
         fake.enqueue_stream(openai_reply("fine"))
-        agent = agent_with_key(fake, tmp_path)
+        agent = agent_on_fake(fake, tmp_path)
         try:
             events = await drain(agent.invoke("s", "hi"))
         finally:
@@ -92,7 +70,7 @@ async def test_a_failing_api_key_command_is_named_without_its_command_line(
     caplog.set_level(logging.WARNING, "fastagent.agent")
     command = "!echo token-AAAA1111 >&2; exit 3"
     async with FakeOpenAI() as fake:
-        agent = agent_with_key(fake, tmp_path, api_key=command)
+        agent = agent_on_fake(fake, tmp_path, api_key=command)
         events = await drain(agent.invoke("s", "hi"))
         await agent.aclose()
     assert events == [Failed("the models.json apiKey command exited with 3", False, "config_error")]

@@ -22,6 +22,7 @@ from typing import Any
 
 import pydantic
 
+from fastagent_cli.contract import escape_lone_surrogates
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
 from fastagent_cli.tools.coding._common import ToolFailure, failures_as_results, js_number, parse_args
 from fastagent_cli.tools.coding.bash_output import BashOutput
@@ -80,8 +81,7 @@ def session_environment(ctx: ToolContext) -> dict[str, str | None]:
     joined = raw.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     if "\x00" not in joined and not _LONE_SURROGATE.search(joined):
         return {"PI_SESSION_ID": joined, "PI_SESSION_ID_ENCODING": None}
-    encoded = json.dumps(joined, ensure_ascii=False)
-    encoded = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+    encoded = escape_lone_surrogates(json.dumps(joined, ensure_ascii=False))
     return {"PI_SESSION_ID": encoded, "PI_SESSION_ID_ENCODING": "json"}
 
 
