@@ -5,7 +5,8 @@ batch is ``sequential``, and end as they finish (``tool_ended``), each result pe
 it exists. A tool that raises becomes an error result for the model; the turn goes on. Unknown or
 inactive tools answer ``Tool <name> not found``. A call that runs past its limit (the tool's own
 ``timeout``, else the engine's ``tool_timeout``) is cancelled and answers ``Tool <name> timed out
-after N seconds``.
+after N seconds``. Every result is held to the size limit of
+:mod:`fastagent_cli.tools.result_limit` before it is stored or sent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.result_limit import limit_result
 
 __all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
 
@@ -103,7 +105,7 @@ async def run_tool_batch(
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
-        result = await _execute(tool, call, ctx, tool_timeout)
+        result = limit_result(await _execute(tool, call, ctx, tool_timeout))
         for name in bridge.added:
             if name not in result.added_tool_names:
                 result.added_tool_names.append(name)
