@@ -15,6 +15,8 @@ dispatches itself. The host adds what every handler needs:
   handler is answered as aiohttp answers it;
 * a client that disconnects cancels its handler task (``handler_cancellation``), so a streaming
   handler stops its work at once;
+* header and request deadlines, a connection cap and quiet client errors
+  (:mod:`~fastagent_cli.serving.http_limits`): a malformed request is a ``400`` and one debug line;
 * no access log (the per-turn trace is the log).
 """
 
@@ -24,12 +26,22 @@ import asyncio
 import contextlib
 import errno
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from fastagent_cli.errors import ServeError
 from fastagent_cli.serving.binding import concrete_port
 from fastagent_cli.serving.body import text_response
+from fastagent_cli.serving.http_limits import (
+    HEADERS_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    GuardedHandler,
+    GuardedServer,
+    is_client_error,
+)
 from fastagent_cli.serving.router import Handler
 from fastagent_cli.serving.sse import abort_connection
 
@@ -44,9 +56,17 @@ CLOSE_TIMEOUT_S = 1.0
 class Server:
     """A listening HTTP host. Create it with :func:`serve`."""
 
-    def __init__(self, handler: Handler, *, port: int, host: str | None, close_timeout: float) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        port: int,
+        host: str | None,
+        close_timeout: float,
+        limits: Mapping[str, Any] | None = None,
+    ) -> None:
         self._handler = handler
-        self._web = web.Server(self._guarded, handler_cancellation=True, access_log=None)
+        self._web = GuardedServer(self._guarded, handler_cancellation=True, access_log=None, **(limits or {}))
         self._runner = web.ServerRunner(self._web, shutdown_timeout=close_timeout)
         self._site: web.TCPSite | None = None
         self._closed = False
@@ -72,10 +92,20 @@ class Server:
         return site.port
 
     async def _guarded(self, request: web.BaseRequest) -> web.StreamResponse:
+        connection = request.protocol
+        if isinstance(connection, GuardedHandler):
+            connection.request_started(request)
         try:
             return await self._handler(request)
         except web.HTTPException:
             raise
+        except HttpProcessingError as exc:
+            if not is_client_error(exc) or request.writer.output_size > 0:
+                raise
+            log.debug("[host] %s %s: malformed request body: %s", request.method, request.raw_path, exc)
+            response = text_response("bad request\n", 400)
+            response.force_close()
+            return response
         except Exception:
             if request.writer.output_size == 0:
                 log.exception("[host] %s %s failed; answering 500", request.method, request.raw_path)
@@ -83,6 +113,9 @@ class Server:
             log.exception("[host] %s %s failed mid-response; closing it", request.method, request.raw_path)
             abort_connection(request)
             return web.StreamResponse()  # never sent: the connection is already cut
+        finally:
+            if isinstance(connection, GuardedHandler):
+                connection.request_finished()
 
     def close_all_connections(self) -> None:
         """Cut every open connection now (idle keep-alives and open streams alike); their handler
@@ -109,14 +142,27 @@ class Server:
 
 
 def serve(
-    handler: Handler, *, port: int, host: str | None = None, close_timeout: float = CLOSE_TIMEOUT_S
+    handler: Handler,
+    *,
+    port: int,
+    host: str | None = None,
+    close_timeout: float = CLOSE_TIMEOUT_S,
+    max_connections: int | None = None,
+    headers_timeout: float = HEADERS_TIMEOUT_S,
+    request_timeout: float = REQUEST_TIMEOUT_S,
 ) -> Server:
     """Serve ``handler`` on ``host:port`` (``host=None`` binds all interfaces; ``localhost`` binds
     127.0.0.1; ``port=0`` picks a free port). Call inside a running event loop; await
-    ``server.listening`` for the bound port."""
+    ``server.listening`` for the bound port. The limits are described in
+    :mod:`~fastagent_cli.serving.http_limits`."""
     if host == "localhost":
         host = "127.0.0.1"
-    return Server(handler, port=port, host=host or None, close_timeout=close_timeout)
+    limits = {
+        "max_connections": max_connections,
+        "headers_timeout": headers_timeout,
+        "request_timeout": request_timeout,
+    }
+    return Server(handler, port=port, host=host or None, close_timeout=close_timeout, limits=limits)
 
 
 def bind_error_message(exc: OSError, port: int, host: str | None) -> str:

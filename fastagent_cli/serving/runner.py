@@ -30,6 +30,7 @@ from fastagent_cli.serving.binding import (
     resolve_port,
 )
 from fastagent_cli.serving.host import Server, serve
+from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
 from fastagent_cli.serving.startup import startup_report
 from fastagent_cli.serving.tunnel import Tunnel
@@ -132,6 +133,7 @@ async def serve_foreground(
     ServeError (bind failure, channel setup, a long connection that failed). ``link``: this is a
     dev worker (report ready to the supervisor, bind its port, stop when it goes away).
     ``scheduler``: run the agent's schedules and wake-ups too (armed once the server listens)."""
+    raise_open_file_limit()  # room for the connection cap, model connections and session files
     stop = ShutdownSignal()
     stop.install()
     try:
