@@ -6,10 +6,15 @@ and the next read parses from there. Every read starts with a ``stat``, so appen
 process are seen at once, and a replaced or shortened file is parsed again from the start. Only
 the most recently used files are kept, within ``max_bytes`` of JSONL (parsed lines take a few times
 that in memory); a file larger than the budget is simply parsed whole each time.
+
+A complete line that is not a JSON object (a corrupt *middle* line: a torn last line is never
+read before it is finished) is skipped with a warning naming the file and the line; the record
+chains the entries after it to the ones before (see :class:`~.record.SessionRecord`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -21,12 +26,15 @@ from fastagent_cli.state.atomic import parse_jsonl
 
 __all__ = ["ParsedFiles"]
 
+log = logging.getLogger("fastagent.sessions")
+
 
 @dataclass(slots=True)
 class _Parsed:
     device: int
     inode: int
     offset: int = 0
+    line_count: int = 0
     lines: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -59,8 +67,16 @@ class ParsedFiles:
             fh.seek(cached.offset)
             data = fh.read()
         complete = data.rfind(b"\n") + 1  # a last line without its newline is not finished yet
-        fresh = parse_jsonl(data[:complete])
+        bad: list[int] = []
+        fresh = parse_jsonl(data[:complete], bad, first_line=cached.line_count + 1)
+        for number in bad:
+            log.warning(
+                "[sessions] %s: line %d is not a JSON object; skipped (the entries around it are kept)",
+                path,
+                number,
+            )
         with self._lock:
+            cached.line_count += data.count(b"\n", 0, complete)
             cached.lines.extend(fresh)
             previous = self._items.pop(path, None)
             self._bytes -= previous.offset if previous is not None else 0

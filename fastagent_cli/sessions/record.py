@@ -2,7 +2,9 @@
 
 Entries carry ``type``, ``id`` (8 hex chars), ``parentId`` and an ISO ``timestamp``; appending
 hangs the new entry under the current leaf and moves the leaf. The leaf of a reopened record is
-its last entry in file order. The record writes every new entry through its ``sink`` (a file
+its last entry in file order. An entry whose parent is missing from the file (its line was
+corrupt and skipped) hangs under the entry before it in file order, so the history before the
+gap stays on the path. The record writes every new entry through its ``sink`` (a file
 append for the durable store, nothing for the in-memory one) before it is visible in memory.
 """
 
@@ -77,6 +79,9 @@ class SessionRecord:
         for entry in entries:
             entry_id = entry.get("id")
             if isinstance(entry_id, str):
+                parent = entry.get("parentId")
+                if isinstance(parent, str) and parent not in self.by_id and self.leaf_id is not None:
+                    entry = {**entry, "parentId": self.leaf_id}  # chain past a lost line
                 self.entries.append(entry)
                 self.by_id[entry_id] = entry
                 self.leaf_id = entry_id

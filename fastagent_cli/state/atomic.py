@@ -128,19 +128,24 @@ def append_jsonl(
         os.close(fd)
 
 
-def parse_jsonl(data: bytes) -> list[dict[str, Any]]:
+def parse_jsonl(
+    data: bytes, bad_lines: list[int] | None = None, *, first_line: int = 1
+) -> list[dict[str, Any]]:
     """The JSON objects of JSONL bytes, skipping blank and malformed lines (a line cut short by a
-    crash is not valid JSON, so it is skipped too)."""
+    crash is not valid JSON, so it is skipped too). The numbers of skipped non-blank lines are
+    appended to ``bad_lines`` (counting ``data``'s first line as ``first_line``)."""
     out: list[dict[str, Any]] = []
-    for raw in data.split(b"\n"):
+    for number, raw in enumerate(data.split(b"\n"), first_line):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except ValueError:
-            continue
+            obj = None
         if isinstance(obj, dict):
             out.append(obj)
+        elif bad_lines is not None:
+            bad_lines.append(number)
     return out
 
 

@@ -251,3 +251,31 @@ async def test_records_and_their_directories_are_private_from_creation(tmp_path:
         ".fastagent/sessions/.locks/ss1.lock": "0o600",
         ".fastagent/sessions/ss1.jsonl": "0o600",
     }
+
+
+async def test_a_corrupt_middle_line_is_skipped_with_a_warning_and_the_older_history_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    record = await store.open_or_create("c")
+    for text in ("one", "two", "three", "four"):
+        record.append_message({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1})
+    path = store.path_for("c")
+    rows = path.read_text(encoding="utf-8").splitlines()
+    rows[2] = rows[2][: len(rows[2]) // 2]  # line 3 ("two") cut in half by some accident
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+    with caplog.at_level("WARNING", "fastagent.sessions"):
+        reopened = await FileSessionStore(tmp_path / "s", tmp_path).open_if_exists("c")
+    assert reopened is not None
+    texts = [m["content"][0]["text"] for m in reopened.context().messages]  # type: ignore[index]
+    assert texts == ["one", "three", "four"]
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert (
+        warning == f"[sessions] {path}: line 3 is not a JSON object; skipped (the entries around it are kept)"
+    )
+
+    reopened.append_message({"role": "user", "content": [{"type": "text", "text": "five"}], "timestamp": 1})
+    again = await store.open_if_exists("c")
+    assert again is not None
+    assert [m["content"][0]["text"] for m in again.context().messages] == ["one", "three", "four", "five"]  # type: ignore[index]
