@@ -56,7 +56,9 @@ CODING_TOOL_NAMES = ("read", "bash", "edit", "write")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """No unknown keys and no coercion: ``"yes"`` is not a boolean and ``"8787"`` not a port."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class HttpConfig(_Strict):
@@ -114,6 +116,16 @@ class FastagentConfig(_Strict):
     deploy: DeployConfig = Field(default_factory=DeployConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     engine: EngineSettings = Field(default_factory=EngineSettings)
+
+    @field_validator("coding_tools", mode="before")
+    @classmethod
+    def _coding_tools_type(cls, value: object) -> object:
+        if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return value
+        raise ValueError(
+            f"must be true, false or a list of coding tool names ({', '.join(CODING_TOOL_NAMES)}), "
+            f"not {_toml_repr(value)}"
+        )
 
     @field_validator("coding_tools")
     @classmethod
@@ -197,7 +209,34 @@ def _describe(error: pydantic.ValidationError, path: Path) -> str:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"{path}: unknown key {key!r}{hint} (valid keys: {', '.join(valid)})"
     message = first["msg"].removeprefix("Value error, ")
-    return f"{path}: {key}: {message}"
+    if first["type"] not in ("value_error", "assertion_error") and "input" in first:
+        message = f"{message}, not {_toml_repr(first['input'])}"
+    return f"{path}: {_field_key(loc)}: {message}"
+
+
+def _field_key(loc: tuple[int | str, ...]) -> str:
+    """``http.port``, ``tools[0]``: the key as a TOML user reads it (union member tags dropped)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("bool", "int", "float", "str") or "[" in str(part):
+            continue  # pydantic's name for the union member that was tried
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _toml_repr(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)
 
 
 def toml_error_text(exc: tomllib.TOMLDecodeError) -> str:

@@ -12,6 +12,8 @@ import re
 from collections.abc import MutableMapping
 from pathlib import Path
 
+from fastagent_cli.errors import ConfigError
+
 __all__ = ["load_dotenv", "parse_dotenv"]
 
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
@@ -39,9 +41,18 @@ def load_dotenv(path: Path, environ: MutableMapping[str, str] | None = None) -> 
     """Apply ``path`` to the environment (real variables win); returns what the file set."""
     env = os.environ if environ is None else environ
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except (FileNotFoundError, IsADirectoryError):
         return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8"
+        ) from None
     applied: dict[str, str] = {}
     for key, value in parse_dotenv(text).items():
         if key not in env:

@@ -83,6 +83,25 @@ def _model(provider: ProviderInfo, raw: Mapping[str, Any]) -> ModelInfo:
     )
 
 
+def _check_model_types(raw: Mapping[str, Any]) -> None:
+    """Types as written, never coerced: ``"reasoning": "no"`` must not turn reasoning on."""
+    if "reasoning" in raw and not isinstance(raw["reasoning"], bool):
+        raise ValueError(f"reasoning must be true or false, not {json.dumps(raw['reasoning'])}")
+    for key in ("contextWindow", "maxTokens"):
+        value = raw.get(key)
+        if key in raw and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"{key} must be a positive integer, not {json.dumps(value)}")
+    cost = raw.get("cost")
+    if "cost" in raw and not (
+        isinstance(cost, dict)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in cost.values())
+    ):
+        raise ValueError("cost must be an object of numbers ($ per million tokens)")
+    kinds = raw.get("input")
+    if "input" in raw and not (isinstance(kinds, list) and set(kinds) <= {"text", "image"}):
+        raise ValueError('input must be a list of "text" and "image"')
+
+
 def _builtin_providers() -> dict[str, ProviderInfo]:
     out: dict[str, ProviderInfo] = {}
     for name, raw in _catalog()["providers"].items():
@@ -243,6 +262,7 @@ def _apply_models_json(providers: dict[str, ProviderInfo], path: Path) -> None:
             )
         for raw_model in models:
             try:
+                _check_model_types(raw_model)
                 provider.models[raw_model["id"]] = _model(provider, raw_model)
             except (TypeError, ValueError) as exc:
                 raise bad(f"providers.{name}.models[{raw_model['id']}]: {exc}") from None
@@ -259,6 +279,10 @@ def _apply_models_json(providers: dict[str, ProviderInfo], path: Path) -> None:
                     "cost": dict(current.cost),
                     **override,
                 }
+                try:
+                    _check_model_types(override)
+                except ValueError as exc:
+                    raise bad(f"providers.{name}.modelOverrides[{model_id}]: {exc}") from None
                 provider.models[model_id] = _model(provider, merged)
         if not provider.default_model and provider.models:
             provider.default_model = next(iter(provider.models))

@@ -4,15 +4,25 @@
 * sessions:   ``--sessions-dir`` > ``<state root>/sessions``
 
 A leading ``~`` is expanded in every override; relative overrides resolve against the workspace.
+A path that cannot be a directory (it, or a parent, is a file) is a ConfigError naming the setting.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["STATE_DIRNAME", "resolve_override", "resolve_sessions_dir", "resolve_state_root"]
+from fastagent_cli.errors import ConfigError
+
+__all__ = [
+    "STATE_DIRNAME",
+    "check_directory",
+    "resolve_override",
+    "resolve_sessions_dir",
+    "resolve_state_root",
+]
 
 STATE_DIRNAME = ".fastagent"
 
@@ -28,11 +38,33 @@ def resolve_state_root(
     environ = os.environ if env is None else env
     override = environ.get("FASTAGENT_STATE_DIR")
     if override:
-        return resolve_override(override, workspace or agent_dir)
-    return agent_dir / STATE_DIRNAME
+        return check_directory(
+            resolve_override(override, workspace or agent_dir), f"FASTAGENT_STATE_DIR={override}"
+        )
+    return check_directory(agent_dir / STATE_DIRNAME, "the state directory")
 
 
 def resolve_sessions_dir(state_root: Path, sessions_dir: str | None = None, base: Path | None = None) -> Path:
     if sessions_dir:
-        return resolve_override(sessions_dir, base or state_root)
-    return state_root / "sessions"
+        return check_directory(
+            resolve_override(sessions_dir, base or state_root), f"--sessions-dir {sessions_dir}"
+        )
+    return check_directory(state_root / "sessions", "the sessions directory")
+
+
+def check_directory(path: Path, setting: str) -> Path:
+    """``path`` when it is, or can be created as, a directory; ConfigError naming ``setting``."""
+    current = path
+    while True:
+        try:
+            mode = current.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if current.parent == current:
+                return path
+            current = current.parent
+            continue
+        except OSError as exc:
+            raise ConfigError(f"{setting}: cannot use {current}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):
+            return path
+        raise ConfigError(f"{setting}: {current} is not a directory")

@@ -49,6 +49,25 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         ('thinking_level = "extreme"\n', "thinking_level: Input should be 'off', 'minimal', 'low', 'medium'"),
         ('tools = ["not a ref"]\n', "tools: 'not a ref' is not an import ref"),
         ("[http]\nport = 70000\n", "http.port: Input should be less than or equal to 65535"),
+        # strict types: nothing is coerced, so a wrong type never turns something on
+        (
+            'coding_tools = "yes"\n',
+            "coding_tools: must be true, false or a list of coding tool names (read, bash, edit, write), "
+            'not "yes"',
+        ),
+        ("coding_tools = 1\n", "coding_tools: must be true, false or a list of coding tool names"),
+        ('session_control = "false"\n', 'session_control: Input should be a valid boolean, not "false"'),
+        ('[http]\nport = "8787"\n', 'http.port: Input should be a valid integer, not "8787"'),
+        (
+            "[engine]\nmax_tool_rounds = 2.5\n",
+            "engine.max_tool_rounds: Input should be a valid integer, not 2.5",
+        ),
+        ('[engine]\ntool_timeout = "30"\n', 'engine.tool_timeout: Input should be a valid number, not "30"'),
+        ('tools = ["a:b", 3]\n', "tools[1]: Input should be a valid string, not 3"),
+        (
+            '[mcp_servers.x]\ncommand = "c"\nargs = "a b"\n',
+            'mcp_servers.x.args: Input should be a valid list, not "a b"',
+        ),
     ],
 )
 def test_config_errors_name_the_file_and_the_key(
@@ -103,3 +122,40 @@ def test_model_precedence_flag_env_config(tmp_path: Path, run_cli: RunCli) -> No
 def test_dotenv_dialect() -> None:
     parsed = parse_dotenv("A=1\nB = 'two words'\nC=\"x # y\"\nD=plain # comment\n#E=no\nbad line\nA=last\n")
     assert parsed == {"A": "last", "B": "two words", "C": "x # y", "D": "plain"}
+
+
+def test_engine_tool_timeout_is_read(tmp_path: Path) -> None:
+    from fastagent_cli.definition.config import load_config
+
+    path = _agent(tmp_path, "[engine]\ntool_timeout = 30\n") / "fastagent.toml"
+    assert load_config(path).engine.tool_timeout == 30.0
+
+
+def test_models_json_types_are_strict(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, 'model = "local/m"\n')
+    provider = {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions", "models": [{"id": "m"}]}
+    provider["models"] = [{"id": "m", "reasoning": "no"}]
+    (agent / "models.json").write_text(json.dumps({"providers": {"local": provider}}))
+    done = run_cli("invoke", "hi", str(agent))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.endswith(
+        'models.json: providers.local.models[m]: reasoning must be true or false, not "no"\n'
+    )
+
+
+def test_environment_problems_are_one_line_naming_the_setting(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _agent(tmp_path, 'model = "scripted/echo"\n')
+    not_a_dir = tmp_path / "state-file"
+    not_a_dir.write_text("")
+    for value in (str(not_a_dir), str(not_a_dir / "below")):
+        done = run_cli("invoke", "hi", str(agent), env={"FASTAGENT_STATE_DIR": value})
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr == f"Error: FASTAGENT_STATE_DIR={value}: {not_a_dir} is not a directory\n"
+
+    (agent / ".env").write_bytes(b"A=1\nNAME=caf\xe9\n")
+    done = run_cli("invoke", "hi", str(agent))
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == f"Error: {agent.resolve() / '.env'} is not UTF-8 text (byte 0xe9 on line 2); save it as UTF-8\n"
+    )
