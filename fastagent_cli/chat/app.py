@@ -32,6 +32,7 @@ from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.errors import FastagentError
+from fastagent_cli.state.atomic import make_private_dir
 
 __all__ = ["ChatApp"]
 
@@ -69,7 +70,7 @@ class ChatApp:
         """How many times the main prompt was shown (hosts and tests wait on it)."""
         history: History = InMemoryHistory()
         if history_path is not None:
-            history_path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(history_path.parent)  # the state root: 0700 when it is created here
             history = FileHistory(str(history_path))
         self.prompt: PromptSession[str] = PromptSession(
             message=[("class:prompt", "› ")],

@@ -3,7 +3,7 @@
 ``start`` serves in this process (log level info). ``dev`` (log level debug) runs a supervisor
 that serves from a worker process and restarts it when the agent's code changes; ``--no-watch``
 serves once, in this process. Port: ``--port`` > ``PORT`` (``start`` only) > ``[http] port`` >
-8787. Bind: ``--bind`` > ``[http] host`` > all interfaces. SIGINT / SIGTERM stop within a second;
+8787. Bind: ``--bind`` > ``HOST`` > ``[http] host`` > 127.0.0.1. SIGINT / SIGTERM stop within a second;
 the signal is re-raised once everything is closed, so a parent sees how the server ended.
 """
 
@@ -42,7 +42,11 @@ def _serve_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         [
             dir_argument,
             click.option("--port", metavar="N", help="Port to listen on (0 picks a free one; default 8787)."),
-            click.option("--bind", metavar="ADDR", help="Address to bind (default: all interfaces)."),
+            click.option(
+                "--bind",
+                metavar="ADDR",
+                help="Address to bind (default 127.0.0.1, this machine only; 0.0.0.0 for every interface).",
+            ),
             model_option,
             sessions_dir_option,
             auth_path_option,
@@ -62,6 +66,7 @@ def _options(
     from fastagent_cli.serving.binding import (
         ServeOptions,
         check_tunnel_bind,
+        host_from_env,
         parse_bind,
         parse_port,
         port_from_env,
@@ -76,6 +81,7 @@ def _options(
         port=flag_port,
         bind=None if bind is None else parse_bind(bind),
         env_port=port_from_env() if command == "start" and flag_port is None else None,
+        env_host=host_from_env() if bind is None else None,
         **rest,
     )
     if options.bind is not None:
@@ -167,6 +173,8 @@ def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
         from fastagent_cli.serving.runner import SESSION_CONTROL_TUNNEL_WARNING
 
         logging.getLogger("fastagent.dev").warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
+    if options.tunnel:  # the workers serve loopback; the tunnel the supervisor opens is public
+        _warn_if_exposed(surface)
     model = surface.model_spec if surface.model_source == "--model" else None  # a pick saved nowhere
     supervisor = DevSupervisor(
         worker_args=_worker_args(options, model),
@@ -175,6 +183,18 @@ def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
         tunnel=options.tunnel,
     )
     _finish(run_async(supervisor.run()))
+
+
+def _warn_if_exposed(surface: AgentSurface) -> None:
+    from fastagent_cli.assembly import channel_files
+    from fastagent_cli.serving.invoke_auth import exposure_warning, resolve_invoke_token
+
+    if channel_files(surface.agent_dir).enabled:
+        return  # channel files replace the built-in /invoke
+    token = resolve_invoke_token(surface.config.http.token)  # the read loaded .env already
+    warning = exposure_warning(None, 0, tunnel=True, tools=surface.config.coding_tool_names, token=token)
+    if warning is not None:
+        logging.getLogger("fastagent.dev").warning("[fastagent] %s", warning)
 
 
 def _worker_args(options: ServeOptions, model: str | None) -> list[str]:

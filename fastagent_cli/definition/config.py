@@ -12,7 +12,8 @@ a TOML syntax error names the file, line and column::
 
     [http]
     port = 8787
-    host = "127.0.0.1"
+    host = "127.0.0.1"                 # the default; "0.0.0.0" serves other machines
+    token = "..."                      # bearer token for /invoke (FASTAGENT_TOKEN wins)
 
     [engine]
     max_tool_rounds = 50
@@ -64,6 +65,14 @@ class _Strict(BaseModel):
 class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
+    token: str | None = None
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        if value is not None and (not value or any(ch.isspace() for ch in value)):
+            raise ValueError("must be a non-empty string without spaces (prefer FASTAGENT_TOKEN in .env)")
+        return value
 
     @field_validator("host")
     @classmethod

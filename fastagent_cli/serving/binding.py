@@ -2,7 +2,9 @@
 
 * port: ``--port`` > ``PORT`` (``start`` only) > ``[http] port`` > 8787. A bad ``--port`` is a
   usage error (exit 2); a bad ``PORT`` is a runtime error (exit 1).
-* bind: ``--bind`` > ``[http] host`` > all interfaces; ``localhost`` is read as 127.0.0.1.
+* bind: ``--bind`` > ``HOST`` > ``[http] host`` > 127.0.0.1 (loopback: safe by default; bind
+  ``0.0.0.0`` to serve other machines); ``localhost`` is read as 127.0.0.1. A bad ``--bind`` is a
+  usage error (exit 2); a bad ``HOST`` is a runtime error (exit 1).
 * ``--tunnel`` runs ``cloudflared tunnel --url http://localhost:<port>``, so the bind must answer
   ``localhost``: loopback or all interfaces. Otherwise a ``--bind`` flag is a usage conflict
   (exit 2) and a config value a configuration error (exit 1).
@@ -21,11 +23,14 @@ from typing import Literal
 from fastagent_cli.errors import ConfigError, UsageError
 
 __all__ = [
+    "DEFAULT_BIND",
     "DEFAULT_PORT",
     "ServeOptions",
     "check_tunnel_bind",
     "concrete_port",
     "describe_listen",
+    "host_from_env",
+    "is_loopback",
     "local_base_url",
     "parse_bind",
     "parse_port",
@@ -35,6 +40,7 @@ __all__ = [
 ]
 
 DEFAULT_PORT = 8787
+DEFAULT_BIND = "127.0.0.1"
 _TUNNEL_REACHABLE = {"127.0.0.1", "::1", "0.0.0.0", "::"}
 
 
@@ -50,6 +56,8 @@ class ServeOptions:
     """``PORT`` (``start`` only)."""
     bind: str | None = None
     """``--bind``, normalised (``localhost`` -> 127.0.0.1)."""
+    env_host: str | None = None
+    """``HOST``, normalised."""
     model: str | None = None
     sessions_dir: str | None = None
     auth_path: str | None = None
@@ -79,13 +87,45 @@ def port_from_env(env: Mapping[str, str] | None = None) -> int | None:
 
 def parse_bind(raw: str) -> str:
     """``--bind``: an IP address or ``localhost`` (read as 127.0.0.1); UsageError otherwise."""
+    address = _address(raw)
+    if address is None:
+        raise UsageError(f"--bind must be an IP address or localhost, not {raw!r}")
+    return address
+
+
+def _address(raw: str) -> str | None:
     text = raw.strip()
     if text == "localhost":
         return "127.0.0.1"
     try:
         return str(ipaddress.ip_address(text.strip("[]")))
     except ValueError:
-        raise UsageError(f"--bind must be an IP address or localhost, not {raw!r}") from None
+        return None
+
+
+def host_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``HOST`` from the environment; ConfigError (exit 1) when it is not an address."""
+    environ = os.environ if env is None else env
+    raw = environ.get("HOST")
+    if raw is None or raw == "":
+        return None
+    address = _address(raw)
+    if address is None:
+        raise ConfigError(
+            f"the HOST environment variable must be an IP address or localhost, not {raw!r} "
+            "(unset it, or pass --bind)"
+        )
+    return address
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether only this machine can reach ``host`` (``None``: all interfaces)."""
+    if host is None:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def resolve_port(options: ServeOptions, config_port: int | None) -> int:
@@ -96,12 +136,14 @@ def resolve_port(options: ServeOptions, config_port: int | None) -> int:
     return config_port if config_port is not None else DEFAULT_PORT
 
 
-def resolve_bind(options: ServeOptions, config_host: str | None) -> str | None:
-    """The address to bind, or ``None`` for all interfaces."""
+def resolve_bind(options: ServeOptions, config_host: str | None) -> str:
+    """The address to bind: ``--bind`` > ``HOST`` > ``[http] host`` > 127.0.0.1."""
     if options.bind is not None:
         return options.bind
+    if options.env_host is not None:
+        return options.env_host
     if config_host is None:
-        return None
+        return DEFAULT_BIND
     return "127.0.0.1" if config_host == "localhost" else config_host
 
 
@@ -119,6 +161,8 @@ def check_tunnel_bind(options: ServeOptions, config_host: str | None) -> None:
     reason = f"--tunnel forwards http://localhost:<port>, which cannot reach {host}"
     if options.bind is not None:
         raise UsageError(f"--bind {host} conflicts with {reason}; drop --bind or bind 127.0.0.1")
+    if options.env_host is not None:
+        raise ConfigError(f"HOST={host} conflicts with {reason}; unset HOST or set it to 127.0.0.1")
     raise ConfigError(
         f'[http] host = "{config_host}" in fastagent.toml: {reason}; '
         "bind 127.0.0.1 (or --bind 127.0.0.1) to use --tunnel"

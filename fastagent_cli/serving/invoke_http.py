@@ -11,6 +11,8 @@ Answers (features G7-G12):
 * 405 ``POST only``, 413 ``body too large`` (over 1 MiB actually received), 400 ``invalid json``,
   400 with what the body needs, 500 ``internal error`` when the agent fails before the stream
   starts (after it started, the stream is cut, never left hanging).
+* With a token (see :mod:`~fastagent_cli.serving.invoke_auth`): 401 ``unauthorized`` unless the
+  request carries ``Authorization: Bearer <token>``, checked before the body is read.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from aiohttp import web
 
 from fastagent_cli.contract import Agent, Prompt, Scope
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler
 from fastagent_cli.serving.sse import stream_events
 
@@ -64,15 +67,18 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
     return Scope(session, parent, tuple(hints)), Prompt(text)
 
 
-def create_invoke_handler(agent: Agent) -> Handler:
+def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Handler:
     """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
-    405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server."""
+    405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server.
+    ``token``: require it as a bearer token."""
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:
         if request.method != "POST":
             refused = text_response("POST only\n", 405)
             refused.headers["Allow"] = "POST"
             return refused
+        if token is not None and not is_authorized(request, token):
+            return unauthorized()
         raw = await read_body_capped(request, MAX_BODY_BYTES)
         if raw is None:
             too_large = text_response("body too large\n", 413)

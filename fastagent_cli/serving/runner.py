@@ -170,7 +170,7 @@ async def _serve(
     tunnel: Tunnel | None = None
     opening: asyncio.Task[str | None] | None = None
     try:
-        _print_startup(service, host, bound)
+        _print_startup(service, host, bound, options.tunnel and link is None)
         service.start_schedules()
         if options.tunnel and link is None and service.opened.config.session_control:
             log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
@@ -188,8 +188,8 @@ async def _serve(
     return Outcome(0, stop.signal)
 
 
-def _print_startup(service: AgentService, host: str | None, port: int) -> None:
-    report = startup_report(service, host, port)
+def _print_startup(service: AgentService, host: str | None, port: int, tunnel: bool) -> None:
+    report = startup_report(service, host, port, tunnel=tunnel)
     for line in report.lines:
         log.info("[fastagent] %s", line)
     for warning in report.warnings:

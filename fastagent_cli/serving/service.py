@@ -17,8 +17,9 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * ``channels/*.py`` are loaded; any load failure or route collision raises one ServeError naming
   the files (rename an intentionally disabled file to ``*.disabled``);
 * ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
-  appear); ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until
-  every long connection is ready;
+  appear), behind the bearer token of ``FASTAGENT_TOKEN`` / ``[http] token`` when one is set;
+  ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until every
+  long connection is ready;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
 * with ``scheduler`` (``dev`` / ``start`` pass
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
@@ -41,6 +42,7 @@ from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
 from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
+from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
@@ -104,6 +106,8 @@ class AgentService:
     schedules: BackgroundHost | None = None
     """The scheduler, when one was asked for and the agent has schedules or ``self_schedule``;
     armed by :meth:`start_schedules`."""
+    token: InvokeToken | None = None
+    """The bearer token ``/invoke`` requires, if any."""
 
     @property
     def agent_dir(self) -> Path:
@@ -130,12 +134,14 @@ class AgentService:
             await self.opened.aclose()
 
 
-def compose_routes(loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool]) -> dict[str, Handler]:
-    """Channel routes, plus ``/invoke`` when no channel file is enabled, plus ``GET /health``
-    unless a channel answers it."""
+def compose_routes(
+    loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool], token: InvokeToken | None = None
+) -> dict[str, Handler]:
+    """Channel routes, plus ``/invoke`` when no channel file is enabled (behind ``token`` when
+    there is one), plus ``GET /health`` unless a channel answers it."""
     routes: dict[str, Handler] = dict(loaded.routes)
     if not loaded.enabled:
-        routes[INVOKE_KEY] = create_invoke_handler(agent)
+        routes[INVOKE_KEY] = create_invoke_handler(agent, token)
     health = RouteKey("GET", "/health")
     if not any(parse_route_key(key).overlaps(health) for key in routes):
         routes[HEALTH_KEY] = create_health_handler(is_ready)
@@ -175,12 +181,13 @@ async def open_agent_service(
     with ``wake_tools=True`` when a scheduler is given)."""
     agent = opened.agent
     try:
+        token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
         ctx = ChannelContext(agent, opened.state_root.resolve())
         loaded = load_channels(opened.agent_dir, ctx)
         loaded.raise_if_invalid()
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
-        routes = compose_routes(loaded, agent, connections.is_ready)
+        routes = compose_routes(loaded, agent, connections.is_ready, token)
         handler = build_router(routes)
         await connections.start()
     except BaseException:
@@ -192,5 +199,5 @@ async def open_agent_service(
     if loaded.disabled:
         log.debug("[fastagent] disabled channels: %s", ", ".join(p.name for p in loaded.disabled))
     return AgentService(
-        handler, agent, routes, opened, summary, loaded, connections.ready, connections, schedules
+        handler, agent, routes, opened, summary, loaded, connections.ready, connections, schedules, token
     )

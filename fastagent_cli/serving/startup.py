@@ -8,10 +8,12 @@
     ...
     [fastagent] channels:  (none: built-in /invoke)
     [fastagent] routes:    /invoke, GET /health
-    [fastagent] http host on :8787 (all interfaces)
+    [fastagent] http host on 127.0.0.1:8787
     [fastagent] try it: curl -sN http://127.0.0.1:8787/invoke -H 'content-type: application/json' ...
 
-Findings (a tool file skipped, a skill collision...) come back as separate warnings.
+Findings (a tool file skipped, a skill collision...) come back as separate warnings, and so does
+the loud one for an ``/invoke`` others can reach without a token while the agent has bash, write or
+edit (:func:`~fastagent_cli.serving.invoke_auth.exposure_warning`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 from fastagent_cli.assembly import format_row
 from fastagent_cli.serving.binding import describe_listen, local_base_url
+from fastagent_cli.serving.invoke_auth import TOKEN_ENV, InvokeToken, exposure_warning
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 
 __all__ = ["StartupReport", "auth_line", "curl_line", "startup_report"]
@@ -58,13 +61,21 @@ def _channels_line(service: AgentService) -> str:
     return _row("channels", ", ".join(shown))
 
 
-def curl_line(host: str | None, port: int) -> str:
+def curl_line(host: str | None, port: int, token: InvokeToken | None = None) -> str:
+    """A paste-ready ``curl``; with a token it reads it from the variable (never prints it)."""
     url = f"{local_base_url(host, port)}{INVOKE_KEY}"
-    return f"try it: curl -sN {url} -H 'content-type: application/json' -d {shlex.quote(_TRY_BODY)}"
+    auth = ""
+    if token is not None:
+        value = f"${TOKEN_ENV}" if token.source == TOKEN_ENV else "<your [http] token>"
+        auth = f' -H "authorization: Bearer {value}"'
+    return f"try it: curl -sN {url}{auth} -H 'content-type: application/json' -d {shlex.quote(_TRY_BODY)}"
 
 
-def startup_report(service: AgentService, host: str | None, port: int) -> StartupReport:
-    """Everything worth saying about a service listening on ``host:port``."""
+def startup_report(
+    service: AgentService, host: str | None, port: int, *, tunnel: bool = False
+) -> StartupReport:
+    """Everything worth saying about a service listening on ``host:port`` (``tunnel``: it is also
+    reachable through a public tunnel)."""
     report = StartupReport()
     for row in service.opened.summary():
         report.lines.append(format_row(row))
@@ -80,5 +91,13 @@ def startup_report(service: AgentService, host: str | None, port: int) -> Startu
         report.warnings.extend(service.schedules.warnings)
     report.serving.append(f"http host on {describe_listen(host, port)}")
     if service.channels.builtin_invoke:
-        report.serving.append(curl_line(host, port))
+        if service.token is not None:
+            report.serving.append(f"{INVOKE_KEY} requires a bearer token ({service.token.source})")
+        else:
+            exposed = exposure_warning(
+                host, port, tunnel=tunnel, tools=service.opened.config.coding_tool_names, token=None
+            )
+            if exposed is not None:
+                report.warnings.append(exposed)
+        report.serving.append(curl_line(host, port, service.token))
     return report

@@ -16,6 +16,7 @@ from fastagent_cli.serving.binding import (
     DEFAULT_PORT,
     ServeOptions,
     check_tunnel_bind,
+    host_from_env,
     parse_bind,
     port_from_env,
     resolve_bind,
@@ -92,9 +93,17 @@ def test_port_precedence(flag: int | None, env: int | None, config: int | None, 
 
 
 def test_bind_precedence_and_tunnel_reach() -> None:
-    assert resolve_bind(ServeOptions(), None) is None
+    assert resolve_bind(ServeOptions(), None) == "127.0.0.1"  # safe by default
     assert resolve_bind(ServeOptions(), "localhost") == "127.0.0.1"
-    assert resolve_bind(ServeOptions(bind="::1"), "10.0.0.5") == "::1"
+    assert resolve_bind(ServeOptions(), "0.0.0.0") == "0.0.0.0"
+    assert resolve_bind(ServeOptions(env_host="0.0.0.0"), "10.0.0.5") == "0.0.0.0"
+    assert resolve_bind(ServeOptions(bind="::1", env_host="0.0.0.0"), "10.0.0.5") == "::1"
+    assert host_from_env({"HOST": "localhost"}) == "127.0.0.1"
+    assert host_from_env({"HOST": ""}) is None and host_from_env({}) is None
+    with pytest.raises(ConfigError, match="the HOST environment variable must be an IP address"):
+        host_from_env({"HOST": "my-laptop"})
+    with pytest.raises(ConfigError, match="HOST=10.0.0.5 conflicts with --tunnel"):
+        check_tunnel_bind(ServeOptions(tunnel=True, env_host="10.0.0.5"), None)
     assert parse_bind("localhost") == "127.0.0.1"
     with pytest.raises(UsageError, match="--bind must be an IP address"):
         parse_bind("example.com")
@@ -129,18 +138,20 @@ async def test_port_env_and_config_as_the_process_sees_them(make_agent: AgentFac
         assert await server.port() == config_port
 
 
-async def test_bind_all_interfaces_by_default_and_localhost_flag(make_agent: AgentFactory) -> None:
+async def test_bind_loopback_by_default_and_other_interfaces_when_asked(make_agent: AgentFactory) -> None:
     agent = make_agent()
     async with ServerProcess.spawn("start", str(agent), "--port", "0") as server:
-        line = await server.wait_for(r"http host on :(\d+) \(all interfaces\)")
-        port = int(line.group(1))
+        port = int((await server.wait_for(r"http host on 127\.0\.0\.1:(\d+)$")).group(1))
         assert await get(port) == (200, "ok\n")
-        # port 0 on all interfaces is one port for both families
-        async with aiohttp.ClientSession() as http, http.get(f"http://[::1]:{port}/health") as response:
-            assert await response.text() == "ok\n"
         assert "try it: curl -sN http://127.0.0.1:" in server.text
-    async with ServerProcess.spawn("start", str(agent), "--port", "0", "--bind", "localhost") as server:
-        await server.wait_for(r"http host on 127\.0\.0\.1:\d+$")
+        assert "!!!" not in server.text  # loopback: nobody else can reach /invoke
+    for how in (("--bind", "0.0.0.0"), ("--bind", "localhost")):
+        async with ServerProcess.spawn("start", str(agent), "--port", "0", *how) as server:
+            expected = r"http host on :\d+ \(all interfaces\)" if how[1] == "0.0.0.0" else r"on 127\.0\.0\.1:"
+            await server.wait_for(expected)
+    async with ServerProcess.spawn("start", str(agent), "--port", "0", env={"HOST": "0.0.0.0"}) as server:
+        port = int((await server.wait_for(r"http host on :(\d+) \(all interfaces\)")).group(1))
+        assert await get(port) == (200, "ok\n")
 
 
 def test_bad_port_flag_is_a_usage_error(make_agent: AgentFactory, run_cli: RunCli) -> None:
