@@ -23,7 +23,7 @@ from fastagent_cli.errors import DeployError
 
 __all__ = ["Preflight", "preflight"]
 
-_WILDCARDS = (None, "0.0.0.0", "::")
+_WILDCARDS = ("0.0.0.0", "::")
 
 
 @dataclass(slots=True)
@@ -118,9 +118,17 @@ def _bind(facts: DeployFacts, check: Preflight) -> None:
     text = _read(dockerfile)
     ours = text is None or is_generated(dockerfile.name, text)
     if ours or "--bind" in (text or ""):
-        check.note(
-            f'fastagent.toml sets [http] host = "{host}"; the image passes --bind 0.0.0.0, which wins in '
-            "the container (keep the setting for local runs)"
+        if host is not None:
+            check.note(
+                f'fastagent.toml sets [http] host = "{host}"; the image passes --bind 0.0.0.0, which wins '
+                "in the container (keep the setting for local runs)"
+            )
+        return
+    if host is None:  # start binds 127.0.0.1 unless told otherwise
+        check.gate(
+            "your Dockerfile (kept) does not pass --bind, and fastagent start binds 127.0.0.1 by default: "
+            "nothing outside the container could reach the server. Add --bind 0.0.0.0 to its fastagent "
+            "start command"
         )
         return
     check.gate(

@@ -123,6 +123,18 @@ def test_bind_host_session_control_and_custom_channels(tmp_path: Path, run_cli: 
     )
 
 
+def test_a_kept_dockerfile_must_bind_beyond_loopback(tmp_path: Path, run_cli: RunCli) -> None:
+    ws = write_workspace(tmp_path / "ws", MODEL, {})
+    (ws / "fastagent" / "Dockerfile").write_text(
+        'FROM python:3.12-slim\nCMD ["fastagent", "start", "/app"]\n'
+    )
+    done = run_cli("deploy", "docker", str(ws), "--run", env=KEY)
+    assert _last_error(done.stderr).startswith(
+        "Error: deploy stopped: your Dockerfile (kept) does not pass --bind, and fastagent start binds "
+        "127.0.0.1 by default"
+    )
+
+
 def test_a_broken_channel_file_is_one_error(tmp_path: Path, run_cli: RunCli) -> None:
     ws = write_workspace(
         tmp_path / "ws", MODEL, {"fastagent/channels/bad.py": "raise RuntimeError('boom')\n"}
