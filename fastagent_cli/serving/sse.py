@@ -73,6 +73,10 @@ async def stream_events(request: web.BaseRequest, events: AsyncIterator[AgentEve
         raise
     reader = _Reader(response, events)
     task = asyncio.create_task(reader.run())
+    # However this handler ends (it may itself be cancelled mid-cleanup when the client leaves), a
+    # reader that failed writing to a closed connection is never "Task exception was never
+    # retrieved" in the log.
+    task.add_done_callback(_retrieve)
     try:
         await _watch(request, response, reader, task)
     finally:
@@ -123,6 +127,11 @@ async def _finish(
         return response
     await response.write_eof()
     return response
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def abort_connection(request: web.BaseRequest) -> None:

@@ -35,7 +35,10 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
             "unknown key 'thinkingLevel'; did you mean 'thinking_level'? (valid keys: model, thinking_level,"
             " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine)",
         ),
-        ("[http]\nprot = 1\n", "unknown key 'http.prot'; did you mean 'port'? (valid keys: port, host, token)"),
+        (
+            "[http]\nprot = 1\n",
+            "unknown key 'http.prot'; did you mean 'port'? (valid keys: port, host, token)",
+        ),
         (
             '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',
             "unknown key 'mcp_servers.fs.argv'; did you mean 'args'? (valid keys: command, args, env, cwd)",
