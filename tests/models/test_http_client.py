@@ -17,14 +17,24 @@ from fastagent_cli.models.anthropic_messages import AnthropicMessagesClient
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.http_pool import PoolLimits
 from fastagent_cli.models.openai_chat import OpenAIChatClient
+from fastagent_cli.models.openai_responses import OpenAIResponsesClient
 from fastagent_cli.models.types import ModelRequest
-from tests.fakes.fake_providers import FakeAnthropic, FakeOpenAI, FakeProvider, anthropic_reply, openai_reply
+from tests.fakes.fake_providers import (
+    FakeAnthropic,
+    FakeOpenAI,
+    FakeProvider,
+    FakeResponses,
+    anthropic_reply,
+    openai_reply,
+)
+from tests.fakes.responses_builders import responses_reply
 
 ClientFactory = Callable[[httpx.AsyncClient | None], HttpStreamClient]
 
 WIRES: list[tuple[type[FakeProvider], ClientFactory, list[object]]] = [
     (FakeOpenAI, lambda http: OpenAIChatClient(http), openai_reply("a fast answer")),  # type: ignore[list-item]
     (FakeAnthropic, lambda http: AnthropicMessagesClient(http), anthropic_reply("a fast answer")),  # type: ignore[list-item]
+    (FakeResponses, lambda http: OpenAIResponsesClient(http), responses_reply("a fast answer")),  # type: ignore[list-item]
 ]
 
 
@@ -45,7 +55,9 @@ async def drain(client: HttpStreamClient, request: ModelRequest) -> object:
     return final
 
 
-@pytest.mark.parametrize(("fake_type", "make_client", "reply"), WIRES, ids=["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("fake_type", "make_client", "reply"), WIRES, ids=["openai", "anthropic", "responses"]
+)
 async def test_readers_cancelled_at_any_moment_leave_the_pool_free(
     fake_type: type[FakeProvider], make_client: ClientFactory, reply: list[object]
 ) -> None:
@@ -69,7 +81,7 @@ async def test_readers_cancelled_at_any_moment_leave_the_pool_free(
                 pass
         # Had a cancellation stranded a request in the pool, these would wait on it for ever.
         finals = await asyncio.wait_for(asyncio.gather(drain(client, request), drain(client, request)), 10)
-        assert all(isinstance(f, dict) and f["stopReason"] == "stop" for f in finals)
+        assert all(isinstance(f, dict) and f["stopReason"] == "stop" for f in finals), finals
         await client.aclose()
         assert client.in_flight == 0
 

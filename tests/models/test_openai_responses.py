@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from fastagent_cli.errors import ProviderError
+from fastagent_cli.models.http_pool import PoolLimits
 from fastagent_cli.models.openai_responses import OpenAIResponsesClient
 from fastagent_cli.models.responses_request import build_responses_request, normalize_call_id
 from fastagent_cli.models.types import (
@@ -39,7 +40,7 @@ async def fake() -> AsyncIterator[FakeResponses]:
 
 @pytest.fixture
 async def client() -> AsyncIterator[OpenAIResponsesClient]:
-    c = OpenAIResponsesClient(connect_timeout=2, read_timeout=5)
+    c = OpenAIResponsesClient(pool=PoolLimits(connect_timeout_s=2, read_timeout_s=5))
     yield c
     await c.aclose()
 
