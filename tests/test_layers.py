@@ -2,7 +2,8 @@
 
 Layers, inner to outer (imports point inward only)::
 
-    contract   contract.py, errors.py, messages.py (+ _version, logging_setup): stdlib only
+    contract   contract.py, errors.py, messages.py, control/ (the session hub's vocabulary)
+               (+ _version, logging_setup): stdlib only
     state      state/
     models | sessions          (siblings: never import each other)
     tools
@@ -33,7 +34,7 @@ PACKAGE = "fastagent_cli"
 ROOT = Path(fastagent_cli.__file__).resolve().parent
 
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    ("contract", frozenset({"contract", "errors", "messages", "_version", "logging_setup"})),
+    ("contract", frozenset({"contract", "errors", "messages", "control", "_version", "logging_setup"})),
     ("state", frozenset({"state"})),
     ("models|sessions", frozenset({"models", "sessions"})),
     ("tools", frozenset({"tools"})),
@@ -45,10 +46,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("cli", frozenset({"cli"})),
     ("api", frozenset({"", "__main__"})),
 ]
-SIDEWAYS_ALLOWED = {("auth", "definition"), ("chat", "remote")}
+SIDEWAYS_ALLOWED = {("auth", "definition"), ("chat", "remote"), ("control", "contract")}
 """Same-layer imports that are allowed: ``(importer, imported)``."""
 HOST_MAY_IMPORT = frozenset(
-    {"contract", "errors", "messages", "_version", "logging_setup", "state", "assembly"}
+    {"contract", "errors", "messages", "control", "_version", "logging_setup", "state", "assembly"}
 )
 CLI_MAY_NOT_IMPORT = frozenset({"engine", "sessions"})
 EXCLUDED = ("data",)
