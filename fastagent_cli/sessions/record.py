@@ -6,6 +6,14 @@ its last entry in file order. An entry whose parent is missing from the file (it
 corrupt and skipped) hangs under the entry before it in file order, so the history before the
 gap stays on the path. The record writes every new entry through its ``sink`` (a file
 append for the durable store, nothing for the in-memory one) before it is visible in memory.
+
+Two fastagent entries keep pi's file format readable by pi:
+
+* a leaf move (:meth:`SessionRecord.move_leaf`) is made durable at once by a ``custom`` entry of
+  type ``fastagent:leaf`` hung under the new leaf: it is the last entry, so pi (and this reader)
+  reopen on that branch; it enters no context, is not a position (the leaf it records is its
+  parent), and the next entry hangs under its parent;
+* the session's display name is pi's ``session_info`` entry (the latest non-empty one wins).
 """
 
 from __future__ import annotations
@@ -19,17 +27,23 @@ from typing import Any, cast
 from fastagent_cli.messages import Message, ThinkingLevel, ToolResultMessage, now_ms
 
 __all__ = [
+    "COMPACTION_SUMMARY_PREFIX",
     "INTERRUPTED_TOOL_TEXT",
+    "LEAF_MARKER_TYPE",
     "SESSION_VERSION",
     "TOOL_ACTIVATION_TYPE",
     "SessionContext",
     "SessionRecord",
+    "entry_message",
+    "is_leaf_marker",
+    "is_position",
     "iso_now",
     "new_header",
 ]
 
 SESSION_VERSION = 3
 TOOL_ACTIVATION_TYPE = "fastagent:tool-activation"
+LEAF_MARKER_TYPE = "fastagent:leaf"
 INTERRUPTED_TOOL_TEXT = (
     "This tool call did not complete and its result is unavailable. Re-run it if the result is still needed."
 )
@@ -54,6 +68,15 @@ def new_header(session: str, cwd: str, parent_session: str | None = None) -> Ent
     if parent_session is not None:
         header["parentSession"] = parent_session
     return header
+
+
+def is_leaf_marker(entry: Entry) -> bool:
+    return entry.get("type") == "custom" and entry.get("customType") == LEAF_MARKER_TYPE
+
+
+def is_position(entry: Entry) -> bool:
+    """Can the leaf stand here? Not on a ``label`` (metadata about an entry) or a leaf marker."""
+    return entry.get("type") != "label" and not is_leaf_marker(entry)
 
 
 @dataclass(slots=True)
@@ -84,7 +107,14 @@ class SessionRecord:
                     entry = {**entry, "parentId": self.leaf_id}  # chain past a lost line
                 self.entries.append(entry)
                 self.by_id[entry_id] = entry
-                self.leaf_id = entry_id
+                self.leaf_id = self._leaf_after(entry)
+
+    def _leaf_after(self, entry: Entry) -> str:
+        if is_leaf_marker(entry):
+            parent = entry.get("parentId")
+            if isinstance(parent, str) and parent in self.by_id:
+                return parent
+        return str(entry["id"])
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -124,10 +154,42 @@ class SessionRecord:
         return self.append("message", message=message)
 
     def branch(self, entry_id: str | None) -> None:
-        """Move the leaf (the next entry hangs under ``entry_id``; ``None`` starts a new root)."""
+        """Move the leaf in memory (the next entry hangs under ``entry_id``; ``None`` starts a new
+        root). :meth:`move_leaf` makes the move durable."""
         if entry_id is not None and entry_id not in self.by_id:
             raise KeyError(f"Entry {entry_id} not found")
         self.leaf_id = entry_id
+
+    def move_leaf(self, entry_id: str) -> bool:
+        """Move the leaf to ``entry_id`` durably (a ``fastagent:leaf`` marker under it); ``False``
+        when it is the leaf already (nothing written). KeyError when there is no such position."""
+        entry = self.by_id.get(entry_id)
+        if entry is None or not is_position(entry):
+            raise KeyError(f"Entry {entry_id} not found")
+        if entry_id == self.leaf_id:
+            return False
+        previous, self.leaf_id = self.leaf_id, entry_id
+        try:
+            self.append("custom", customType=LEAF_MARKER_TYPE, data={"targetId": entry_id})
+        except BaseException:
+            self.leaf_id = previous
+            raise
+        self.leaf_id = entry_id  # the marker is not a position: the next entry hangs under its parent
+        return True
+
+    def set_name(self, name: str) -> Entry:
+        """Record the session's display name (pi's ``session_info``)."""
+        return self.append("session_info", name=name)
+
+    @property
+    def name(self) -> str | None:
+        """The latest non-empty ``session_info`` name."""
+        for entry in reversed(self.entries):
+            if entry["type"] == "session_info":
+                value = entry.get("name")
+                if isinstance(value, str) and value.strip():
+                    return value.strip()
+        return None
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -144,14 +206,15 @@ class SessionRecord:
         out.reverse()
         return out
 
-    def context(self) -> SessionContext:
-        path = self.path()
+    def context(self, leaf_id: str | None = None) -> SessionContext:
+        """What the next request carries from the active path (or the path to ``leaf_id``)."""
+        path = self.path(leaf_id)
         ctx = SessionContext(messages=[])
-        start = 0
+        start = -1
         for i, entry in enumerate(path):
             if entry["type"] == "compaction":
                 start = i
-        if start:
+        if start >= 0:
             compaction = path[start]
             ctx.messages.append(_summary_message(compaction.get("summary", ""), compaction))
             kept = compaction.get("firstKeptEntryId")
@@ -169,7 +232,7 @@ class SessionRecord:
                 names = (entry.get("data") or {}).get("names") or []
                 ctx.activated_tools.extend(n for n in names if isinstance(n, str))
         for entry in visible:
-            message = _llm_message(entry)
+            message = entry_message(entry)
             if message is not None:
                 ctx.messages.append(message)
         return ctx
@@ -220,15 +283,18 @@ class SessionRecord:
         return len(dangling)
 
 
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n"
+)
+
+
 def _summary_message(summary: str, entry: Entry) -> Message:
-    text = (
-        "The conversation history before this point was compacted into the following summary:\n\n"
-        f"<summary>\n{summary}\n</summary>"
-    )
+    text = f"{COMPACTION_SUMMARY_PREFIX}<summary>\n{summary}\n</summary>"
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
 
 
-def _llm_message(entry: Entry) -> Message | None:
+def entry_message(entry: Entry) -> Message | None:
+    """The message an entry puts in the model's context (``None``: it puts none)."""
     kind = entry["type"]
     if kind == "message":
         message = entry.get("message")

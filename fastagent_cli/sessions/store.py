@@ -12,6 +12,10 @@
 Opening for a turn repairs the record (dangling tool calls get an interrupted result, written at
 once); :meth:`SessionStore.read` is for display and never repairs or writes.
 
+:meth:`SessionStore.fork` copies a session's active path up to an entry into a new record whose
+header names its origin (``fastagentFork``), which makes a repeated fork a no-op;
+:meth:`SessionStore.delete` removes a record and its lock.
+
 Both stores inherit: a new session created with a ``parent_session`` starts from the parent's
 active path (see :mod:`fastagent_cli.sessions.inherit`).
 
@@ -35,15 +39,51 @@ from fastagent_cli.errors import SessionError
 from fastagent_cli.messages import message_text
 from fastagent_cli.sessions.encoding import encode_session_id
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
-from fastagent_cli.sessions.listing import SessionSummary, list_sessions, summarize
+from fastagent_cli.sessions.listing import SessionIndex, SessionSummary, parse_iso_ms, summarize
 from fastagent_cli.sessions.parsed import ParsedFiles
-from fastagent_cli.sessions.record import SessionRecord, new_header
+from fastagent_cli.sessions.record import SessionRecord, is_position, new_header
 from fastagent_cli.state.atomic import FILE_MODE, append_jsonl, dumps_line, make_private_dir
 from fastagent_cli.state.locks import FileLock
 
-__all__ = ["FileSessionStore", "Inheritance", "MemorySessionStore", "Release", "SessionStore"]
+__all__ = [
+    "FORK_KEY",
+    "FileSessionStore",
+    "ForkConflict",
+    "Inheritance",
+    "MemorySessionStore",
+    "Release",
+    "SessionStore",
+    "fork_entries",
+]
 
 Release = Callable[[], None]
+FORK_KEY = "fastagentFork"
+"""The header key naming a forked record's origin: ``{"session": <from>, "entryId": <at>}``."""
+
+
+class ForkConflict(SessionError):
+    """The fork's target already exists holding a different history."""
+
+
+def fork_entries(source: SessionRecord, at: str) -> list[dict[str, Any]]:
+    """The entries a fork of ``source`` at ``at`` starts with: the path from the root to ``at``,
+    ids kept (so entry cursors stay valid), without labels or leaf markers. KeyError for an entry
+    that is not a position in ``source``."""
+    target = source.by_id.get(at)
+    if target is None or not is_position(target):
+        raise KeyError(at)
+    return [dict(e) for e in source.path(at) if is_position(e)]
+
+
+def _fork_header(session: str, cwd: str, source: SessionRecord, at: str, parent: str) -> dict[str, Any]:
+    header = new_header(session, cwd, parent)
+    header[FORK_KEY] = {"session": source.session, "entryId": at}
+    return header
+
+
+def _same_fork(header: dict[str, Any], source: str, at: str) -> bool:
+    return header.get(FORK_KEY) == {"session": source, "entryId": at}
+
 
 _THREAD_THRESHOLD = 256 * 1024
 """When more than this is unread in a record, it is parsed in a worker thread, off the loop."""
@@ -84,7 +124,19 @@ class SessionStore(Protocol):
         ...
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
-        """Stored sessions, most recently written first (blocking IO: call it off the loop)."""
+        """Stored sessions, most recently written first (blocking IO: call it off the loop);
+        SessionError when the store cannot be read."""
+        ...
+
+    async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
+        """Create ``into`` from ``source``'s path up to ``at`` (:func:`fork_entries`); ``False``
+        when ``into`` already is that very fork (nothing written). ForkConflict when ``into``
+        holds another history; KeyError when ``at`` is not a position of ``source``."""
+        ...
+
+    async def delete(self, session: str) -> bool:
+        """Remove the record (and its lock); ``False`` when there was none. Call it holding the
+        session's lease."""
         ...
 
 
@@ -135,18 +187,39 @@ class MemorySessionStore:
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
         found = []
-        for session, (_, entries) in self._records.items():
-            first = next(
-                (
-                    message_text(e["message"])
-                    for e in entries
-                    if e.get("type") == "message" and e.get("message", {}).get("role") == "user"
-                ),
-                "",
+        for session, (header, entries) in self._records.items():
+            record = SessionRecord(session, header, list(entries))
+            messages = [e["message"] for e in entries if e.get("type") == "message"]
+            first = next((message_text(m) for m in messages if m.get("role") == "user"), "")
+            created = (parse_iso_ms(header.get("timestamp")) or 0) / 1000
+            found.append(
+                summarize(
+                    session,
+                    None,
+                    first,
+                    self._modified[session],
+                    created=created,
+                    message_count=len(messages),
+                    name=record.name,
+                )
             )
-            found.append(summarize(session, None, first, self._modified[session]))
         found.sort(key=lambda s: s.modified, reverse=True)
         return found if limit is None else found[:limit]
+
+    async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
+        entries = fork_entries(source, at)
+        existing = self._records.get(into)
+        if existing is not None:
+            if _same_fork(existing[0], source.session, at):
+                return False
+            raise ForkConflict(f"session {into!r} already exists with a different history")
+        self._records[into] = (_fork_header(into, self.cwd, source, at, source.session), entries)
+        self._modified[into] = time.time()
+        return True
+
+    async def delete(self, session: str) -> bool:
+        self._modified.pop(session, None)
+        return self._records.pop(session, None) is not None
 
     def try_lease(self, session: str) -> Release | None:
         if session in self._leased:
@@ -165,6 +238,7 @@ class FileSessionStore:
         self.directory = path if path.is_absolute() else base / path
         self.cwd = str(base)
         self._parsed = ParsedFiles()
+        self._index = SessionIndex(self.directory, persist=True)
 
     def path_for(self, session: str) -> Path:
         return self.directory / f"{encode_session_id(session)}.jsonl"
@@ -219,9 +293,36 @@ class FileSessionStore:
         return self.path_for(session)
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
-        return list_sessions(self.directory, limit)
+        return self._index.list(limit)
 
-    def _publish(self, path: Path, lines: Sequence[dict[str, Any]]) -> None:
+    async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
+        entries = fork_entries(source, at)
+        path = self.path_for(into)
+        origin = self.location(source.session)
+        header = _fork_header(into, self.cwd, source, at, str(origin) if origin else source.session)
+        if not path.exists() and self._publish(path, [header, *entries]):
+            return True
+        existing = await self.read(into)
+        if existing is not None and _same_fork(existing.header, source.session, at):
+            return False
+        raise ForkConflict(f"session {into!r} already exists with a different history")
+
+    async def delete(self, session: str) -> bool:
+        path = self.path_for(session)
+        self._parsed.forget(path)
+        self._index.forget(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise store_error("write", exc, path) from exc
+        with contextlib.suppress(OSError):
+            os.unlink(self._lock_path(session))
+        return True
+
+    def _publish(self, path: Path, lines: Sequence[dict[str, Any]]) -> bool:
+        """Write a new record complete; ``False`` when another creator's record won the race."""
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(lines)}.tmp")
         try:
             make_private_dir(self.directory)
@@ -230,16 +331,22 @@ class FileSessionStore:
                 fh.write("".join(dumps_line(line) + "\n" for line in lines))
                 fh.flush()
                 os.fsync(fh.fileno())
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(tmp, path)  # exclusive: a concurrent creator's record wins, ours is dropped
+            except FileExistsError:
+                return False
+            return True
         except OSError as exc:
             raise store_error("write", exc, path) from exc
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
+    def _lock_path(self, session: str) -> Path:
+        return self.directory / ".locks" / f"{encode_session_id(session)}.lock"
+
     def try_lease(self, session: str) -> Release | None:
-        lock = FileLock(self.directory / ".locks" / f"{encode_session_id(session)}.lock")
+        lock = FileLock(self._lock_path(session))
         try:
             taken = lock.try_acquire()
         except OSError as exc:

@@ -6,6 +6,9 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from fastagent_cli.chat.sessions_list import format_age
 from fastagent_cli.sessions.listing import list_sessions
@@ -51,3 +54,79 @@ def test_session_listing(tmp_path: Path) -> None:
     assert format_age(found[2].modified).endswith("h ago")
     assert list_sessions(tmp_path / "missing") == []
     assert len(list_sessions(tmp_path, limit=1)) == 1
+
+
+def test_the_index_reads_only_what_was_appended_and_is_never_stale(tmp_path: Path) -> None:
+    from fastagent_cli.sessions.listing import SessionIndex
+    from fastagent_cli.state.atomic import append_jsonl, dumps_line
+
+    path = tmp_path / "sa.jsonl"
+    header = {"type": "session", "version": 3, "id": "u", "timestamp": "2026-01-02T03:04:05.000Z", "cwd": "/"}
+    header["fastagentSession"] = "a"
+    user = {
+        "type": "message",
+        "id": "m1",
+        "message": {"role": "user", "content": [{"type": "text", "text": "q1"}]},
+    }
+    nested = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "name": "x", "arguments": {"type": "message"}}],
+    }
+    path.write_text(dumps_line(header) + "\n" + dumps_line(user) + "\n", encoding="utf-8")
+    index = SessionIndex(tmp_path)
+    [first] = index.list()
+    assert (first.session, first.message_count, first.first_prompt, first.name) == ("a", 1, "q1", None)
+    assert first.created == 1767323045.0
+    append_jsonl(
+        path, [{"type": "message", "id": "m2", "message": nested}, {"type": "session_info", "name": "Hi"}]
+    )
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"message","id":"m3"')  # a line still being written is not counted yet
+    [second] = index.list()
+    assert (second.message_count, second.name) == (2, "Hi")  # a nested {"type":"message"} is no entry
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(',"message":{"role":"user","content":"later"}}\n{"id":"m4","type":"message","message":{}}\n')
+    [third] = index.list()
+    assert third.message_count == 4 and third.first_prompt == "q1"  # key order no matter
+    replacement = tmp_path / "replacement"
+    replacement.write_text(dumps_line(header) + "\n", encoding="utf-8")
+    replacement.replace(path)  # a new file under the same name is read again from the start
+    [fourth] = index.list()
+    assert (fourth.message_count, fourth.name, fourth.first_prompt) == (0, None, "(no prompt yet)")
+    path.unlink()
+    assert index.list() == []
+
+
+def test_a_kept_index_makes_a_new_process_start_warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastagent_cli.sessions import listing
+    from fastagent_cli.state.atomic import append_jsonl, dumps_line
+
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "u",
+        "timestamp": "t",
+        "cwd": "/",
+        "fastagentSession": "k",
+    }
+    user = {"type": "message", "id": "m1", "message": {"role": "user", "content": "kept"}}
+    path = tmp_path / "sk.jsonl"
+    path.write_text(dumps_line(header) + "\n" + dumps_line(user) + "\n", encoding="utf-8")
+    assert listing.SessionIndex(tmp_path, persist=True).list()[0].message_count == 1
+    assert (tmp_path / ".index.json").is_file()
+    reads: list[int] = []
+    real = listing.SessionIndex._read
+
+    def counting(self: listing.SessionIndex, scan: Any, target: Path) -> None:
+        reads.append(scan.offset)
+        real(self, scan, target)
+
+    monkeypatch.setattr(listing.SessionIndex, "_read", counting)
+    [again] = listing.SessionIndex(tmp_path, persist=True).list()  # a new process
+    assert (again.session, again.message_count, again.first_prompt, reads) == ("k", 1, "kept", [])
+    size = path.stat().st_size
+    append_jsonl(path, [{"type": "message", "id": "m2", "message": {"role": "assistant", "content": []}}])
+    [grown] = listing.SessionIndex(tmp_path, persist=True).list()
+    assert grown.message_count == 2 and reads == [size]  # only the appended line was read
+    (tmp_path / ".index.json").write_text("{torn", encoding="utf-8")  # a broken index is ignored
+    assert listing.SessionIndex(tmp_path, persist=True).list()[0].message_count == 2
