@@ -19,6 +19,11 @@ a TOML syntax error names the file, line and column::
     max_tool_rounds = 50
     tool_timeout = 600                 # seconds a tool call may run (0: no limit)
 
+    [compaction]                       # pi's compaction settings
+    enabled = true                     # compact by itself near the context window's end
+    reserve_tokens = 16384
+    keep_recent_tokens = 20000
+
     [deploy]
     secrets = ["OPENAI_API_KEY"]
     apt = ["ripgrep"]
@@ -93,6 +98,12 @@ class EngineSettings(_Strict):
     tool_timeout: float = Field(default=600.0, ge=0, le=86_400)
 
 
+class CompactionConfig(_Strict):
+    enabled: bool = True
+    reserve_tokens: int = Field(default=16_384, ge=1, le=1_000_000)
+    keep_recent_tokens: int = Field(default=20_000, ge=1, le=1_000_000)
+
+
 class DeployConfig(_Strict):
     secrets: list[str] = Field(default_factory=list)
     apt: list[str] = Field(default_factory=list)
@@ -125,6 +136,7 @@ class FastagentConfig(_Strict):
     deploy: DeployConfig = Field(default_factory=DeployConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     engine: EngineSettings = Field(default_factory=EngineSettings)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @field_validator("coding_tools", mode="before")
     @classmethod

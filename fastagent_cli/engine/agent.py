@@ -3,15 +3,19 @@
 ``invoke`` is the whole contract:
 
 1. take the session's lease (a second concurrent turn gets one ``failed{code: session_busy}``);
-2. open or create the session record (dangling tool calls repaired) and bind a fresh turn to it;
-3. run the turn as a producer task and relay its events;
-4. emit exactly one terminal (``completed`` / ``failed``); iteration never raises;
-5. on early exit (``break``, ``aclose()``, task cancellation) cancel the producer, which aborts the
-   HTTP stream and kills tool processes, then release the lease. No terminal is emitted then.
+2. register the run (steer, follow_up and abort reach it through :attr:`EngineAgent.runs`) and
+   publish ``run_started`` on the event hub (:attr:`EngineAgent.hub`);
+3. open or create the session record (dangling tool calls repaired), bind the run to it and run it
+   as a task (:mod:`.run_loop`): every step is a session event, and the invoke stream is their
+   projection (:mod:`.projection`);
+4. at the settle: release the lease, publish ``run_settled``, then emit exactly one terminal
+   (``completed`` / ``failed``; ``failed{code: aborted}`` after an abort); iteration never raises;
+5. on early exit (``break``, ``aclose()``, task cancellation) cancel the run, which aborts the
+   HTTP stream and kills tool processes, then release the lease; no terminal is emitted then.
 
-Nothing is resident between turns: continuity lives in the session store (MUST 6). The engine is
+Nothing is resident between runs: continuity lives in the session store (MUST 6). The engine is
 built from ports (:mod:`.ports`): a session store, a model port, a system prompt and a tool source,
-each asked afresh per turn; it never reads a directory.
+each asked afresh per run; it never reads a directory.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fastagent_cli.contract import (
+    ABORTED_CODE,
     SESSION_BUSY_CODE,
     AgentEvent,
     Completed,
@@ -33,34 +38,49 @@ from fastagent_cli.contract import (
     Scope,
     as_prompt,
     as_scope,
-    is_terminal,
 )
+from fastagent_cli.control import ActionResult, SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.boundary import start_compaction
+from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
+from fastagent_cli.engine.hub import EventHub
 from fastagent_cli.engine.ports import ModelPort, SystemPrompt, ToolSource
+from fastagent_cli.engine.projection import project
 from fastagent_cli.engine.retry import RetryPolicy
-from fastagent_cli.engine.settings import resolve_session_settings
-from fastagent_cli.engine.turn import TurnSetup, run_turn
+from fastagent_cli.engine.run_loop import run_loop
+from fastagent_cli.engine.runs import Run, RunRegistry
+from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
+from fastagent_cli.engine.turn import Emit, TurnSetup
 from fastagent_cli.errors import CredentialError
-from fastagent_cli.messages import ContentBlock, ThinkingLevel, UserMessage, now_ms
+from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
-from fastagent_cli.models.types import ModelRequest
+from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest
 from fastagent_cli.sessions.inherit import Inheritance
+from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import Tool
 
-__all__ = ["BUSY_DETAILS", "DEFAULT_TOOL_TIMEOUT_S", "EngineAgent", "EngineConfig"]
+__all__ = [
+    "ABORTED_DETAILS",
+    "BUSY_DETAILS",
+    "DEFAULT_TOOL_TIMEOUT_S",
+    "BoundModel",
+    "EngineAgent",
+    "EngineConfig",
+]
 
 log = logging.getLogger("fastagent.agent")
 BUSY_DETAILS = "session busy: a turn is already in flight for this session"
+ABORTED_DETAILS = "the run was aborted"
 _CANCEL_GRACE_S = 5.0
 DEFAULT_TOOL_TIMEOUT_S = 600.0
 
 
 @dataclass(slots=True)
 class EngineConfig:
-    """The ports and limits a turn runs with, fixed at assembly; prompt and tools are asked per turn."""
+    """The ports and limits a run works with, fixed at assembly; prompt and tools are asked per run."""
 
     models: ModelPort
     sessions: SessionStore
@@ -72,69 +92,126 @@ class EngineConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S
     """Seconds a tool call may run unless the tool sets its own ``timeout``; ``None``: no limit."""
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    hub: EventHub | None = None
+    """Where session events go (a fresh hub when not given: watchers subscribe to ``agent.hub``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoundModel:
+    """The model a session runs with right now, its key and its client."""
+
+    model: ModelInfo
+    thinking: ThinkingLevel
+    api_key: str | None
+    client: ModelClient
+
+
+@dataclass(slots=True)
+class _Settled:
+    """What the run came to: the terminal the caller sees and the ``run_settled`` data."""
+
+    terminal: Completed | Failed
+    status: str
+
+    def event(self, run: Run) -> SessionEvent:
+        if isinstance(self.terminal, Completed):
+            return run.event("run_settled", status="completed")
+        error: dict[str, Any] = {"message": self.terminal.details, "retryable": self.terminal.retryable}
+        if self.terminal.code is not None:
+            error["code"] = self.terminal.code
+        return run.event("run_settled", status=self.status, error=error)
+
+
+_ABORTED = _Settled(Failed(ABORTED_DETAILS, False, ABORTED_CODE), "aborted")
+
+
+def _settlement(work: asyncio.Task[_Settled]) -> _Settled:
+    if work.cancelled():
+        return _ABORTED  # cancelled only by an abort (a caller that left reads nothing more)
+    error = work.exception()
+    if error is not None:  # a BaseException the run did not turn into a settlement
+        log.error("[agent] a run crashed: %s: %s", type(error).__name__, error)
+        return _Settled(Failed("internal error", False, INTERNAL_ERROR), "failed")
+    return work.result()
 
 
 class EngineAgent:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
+        self.hub = config.hub if config.hub is not None else EventHub()
+        self.runs = RunRegistry()
 
     # --- the contract -------------------------------------------------------------------------
 
     async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
         bound = as_scope(scope)
+        session = bound.session
         try:
-            release = self.config.sessions.try_lease(bound.session)
+            release = self.config.sessions.try_lease(session)
         except Exception as exc:  # MUST 2: an unwritable store is a failed event, not a raise
             yield self._failed(bound, exc, ())
             return
         if release is None:
             yield Failed(BUSY_DETAILS, True, SESSION_BUSY_CODE)
             return
-        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
-        producer = asyncio.create_task(self._produce(bound, as_prompt(prompt), queue.put_nowait))
-        released = False
+        queue: asyncio.Queue[AgentEvent | _Settled] = asyncio.Queue()
+
+        def emit(event: SessionEvent) -> None:
+            self.hub.publish(session, event)
+            projected = project(event)
+            if projected is not None:
+                queue.put_nowait(projected)
+
+        run = self.runs.begin(session, emit)
+        emit(run.event("run_started"))
+        work = asyncio.create_task(self._work(run, bound, as_prompt(prompt), emit))
+        run.work = work
+        work.add_done_callback(lambda task: queue.put_nowait(_settlement(task)))
+        settled: _Settled | None = None
         try:
             while True:
-                event = await queue.get()
-                if is_terminal(event):
-                    # The turn is over: free the session before the consumer sees the terminal,
-                    # so a consumer that stops reading at the terminal never holds the lease.
-                    await producer
-                    released = True
-                    release()
-                    yield event
-                    return
-                yield event
+                item = await queue.get()
+                if isinstance(item, _Settled):
+                    settled = item
+                    break
+                yield item
         finally:
-            if not released:
-                if not producer.done():
-                    producer.cancel()
-                    with contextlib.suppress(BaseException):
-                        await asyncio.wait({producer}, timeout=_CANCEL_GRACE_S)
-                release()
+            if settled is None and not work.done():
+                work.cancel()  # the caller left: stop the run (model stream, tools), settle nothing
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({work}, timeout=_CANCEL_GRACE_S)
+            # The run is over: free the session before anyone hears so, so a watcher that acts on
+            # run_settled (or a caller that stops reading at the terminal) finds it free.
+            release()
+            self.runs.end(run)
+            self.hub.publish(session, (settled or _ABORTED).event(run))
+        assert settled is not None  # the loop only ends by a settlement (or leaves through finally)
+        yield settled.terminal
 
-    async def _produce(self, scope: Scope, prompt: Prompt, emit: Callable[[AgentEvent], None]) -> None:
+    async def _work(self, run: Run, scope: Scope, prompt: Prompt, emit: Emit) -> _Settled:
         started = time.monotonic()
+        session = scope.session
         secrets: list[str | None] = []
         try:
             if log.isEnabledFor(logging.DEBUG):
                 preview = " ".join(prompt.text.split())[:200]
-                log.debug("[agent] ▶ turn session=%s ← %s", scope.session, preview)
-            setup = await self._bind(scope)
+                log.debug("[agent] ▶ turn session=%s ← %s", session, preview)
+            setup = await self._bind(scope, run)
             secrets.append(setup.request.api_key)
-            outcome = await run_turn(setup, _user_message(prompt), emit)
+            outcome = await run_loop(setup, prompt, emit)
             data: dict[str, Any] = {
                 "model": setup.request.model.spec,
                 "usage": outcome.usage,
                 "stopReason": outcome.stop_reason,
             }
-            log.debug("[agent] ■ turn session=%s completed in %.0f ms", scope.session, _ms(started))
-            emit(Completed(data))
+            log.debug("[agent] ■ turn session=%s completed in %.0f ms", session, _ms(started))
+            return _Settled(Completed(data), "completed")
         except asyncio.CancelledError:
-            log.debug("[agent] ■ turn session=%s cancelled after %.0f ms", scope.session, _ms(started))
+            log.debug("[agent] ■ turn session=%s stopped after %.0f ms", session, _ms(started))
             raise
         except Exception as exc:  # MUST 2: nothing escapes as a raise
-            emit(self._failed(scope, exc, secrets))
+            return _Settled(self._failed(scope, exc, secrets), "failed")
 
     def _failed(self, scope: Scope, exc: Exception, secrets: Sequence[str | None]) -> Failed:
         """The caller gets the redacted event; the server log gets the specifics (never the key)."""
@@ -145,9 +222,9 @@ class EngineAgent:
             log.warning("[agent] turn session=%s failed: %s", scope.session, detail)
         return event
 
-    # --- binding a turn -----------------------------------------------------------------------
+    # --- binding a run ------------------------------------------------------------------------
 
-    async def _bind(self, scope: Scope) -> TurnSetup:
+    async def _bind(self, scope: Scope, run: Run) -> TurnSetup:
         offered = await self.config.tools()  # first: a source may mount tools the prompt lists
         tools: dict[str, Tool] = {}
         for tool in offered:
@@ -155,7 +232,33 @@ class EngineAgent:
         inherit = Inheritance(scope.parent_session, scope.branch_hints) if scope.parent_session else None
         record = await self.config.sessions.open_or_create(scope.session, inherit)
         context = record.context()
-        settings = resolve_session_settings(context, self.config.models, self.config.thinking_level)
+        bound = await self.bind_model(record)
+        request = ModelRequest(
+            model=bound.model,
+            system=self.config.system_prompt(),
+            messages=context.messages,
+            thinking=bound.thinking,
+            api_key=bound.api_key,
+            session_id=scope.session,
+        )
+        return TurnSetup(
+            request=request,
+            client=bound.client,
+            tools=tools,
+            activation=ActivationState(list(tools.values()), record, context.activated_tools),
+            record=record,
+            run=run,
+            cwd=self.config.cwd,
+            max_tool_rounds=self.config.max_tool_rounds,
+            retry=self.config.retry,
+            compaction=self.config.compaction,
+            tool_timeout=self.config.tool_timeout,
+        )
+
+    async def bind_model(self, record: SessionRecord) -> BoundModel:
+        """The session's model (overrides applied, thinking clamped), its key and its client;
+        CredentialError when no usable key exists."""
+        settings = self.settings_of(record)
         if settings.ignored_model is not None:
             log.warning(
                 "[agent] session model %s is unknown; using %s", settings.ignored_model, settings.spec
@@ -171,41 +274,39 @@ class EngineAgent:
             raise CredentialError(f"no API key for provider {model.provider}: {missing_hint(model)}")
         if credential.base_url and credential.base_url != model.base_url:
             model = replace(model, base_url=credential.base_url)  # the login names its API host
-        request = ModelRequest(
-            model=model,
-            system=self.config.system_prompt(),
-            messages=context.messages,
-            thinking=settings.thinking,
-            api_key=credential.key,
-            session_id=scope.session,
-        )
-        return TurnSetup(
-            request=request,
-            client=self.config.models.client_for(model),
-            tools=tools,
-            activation=ActivationState(list(tools.values()), record, context.activated_tools),
-            record=record,
-            cwd=self.config.cwd,
-            max_tool_rounds=self.config.max_tool_rounds,
-            retry=self.config.retry,
-            tool_timeout=self.config.tool_timeout,
-        )
+        return BoundModel(model, settings.thinking, credential.key, self.config.models.client_for(model))
+
+    def settings_of(self, record: SessionRecord | None) -> SessionSettings:
+        """The model and thinking level ``record`` runs with (overrides resolved and clamped;
+        ``None``: a session that does not exist yet)."""
+        context = record.context() if record is not None else None
+        return resolve_session_settings(context, self.config.models, self.config.thinking_level)
+
+    @property
+    def store(self) -> SessionStore:
+        return self.config.sessions
+
+    @property
+    def compaction(self) -> CompactionSettings:
+        return self.config.compaction
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.config.retry
+
+    async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
+        """Compact ``session`` now (accepted fast; see :mod:`.boundary`)."""
+        return await start_compaction(self, session, instructions)
 
     async def aclose(self) -> None:
-        """Close the model clients and, when it has ``aclose``, the tool source."""
+        """End the watchers, close the model clients and, when it has ``aclose``, the tool source."""
+        self.hub.close()
         try:
             await self.config.models.aclose()
         finally:
             close = getattr(self.config.tools, "aclose", None)
             if close is not None:
                 await close()
-
-
-def _user_message(prompt: Prompt) -> UserMessage:
-    content: list[ContentBlock] = [{"type": "text", "text": prompt.text}]
-    for image in prompt.images:
-        content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
-    return {"role": "user", "content": content, "timestamp": now_ms()}
 
 
 def _ms(started: float) -> float:

@@ -6,7 +6,10 @@ it exists. A tool that raises becomes an error result for the model; the turn go
 inactive tools answer ``Tool <name> not found``. A call that runs past its limit (the tool's own
 ``timeout``, else the engine's ``tool_timeout``) is cancelled and answers ``Tool <name> timed out
 after N seconds``. Every result is held to the size limit of
-:mod:`fastagent_cli.tools.result_limit` before it is stored or sent.
+:mod:`fastagent_cli.tools.result_limit` before it is stored or sent. A tool may report progress
+(``ctx.report(partial)``), published as ``tool_progress`` (a snapshot, replacing the last one).
+When the batch is cancelled (an abort, a caller that left), every unfinished call is recorded and
+reported as ``Operation aborted``.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fastagent_cli.contract import AgentEvent, ToolEnded, ToolStarted
+from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
@@ -28,6 +32,7 @@ __all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
 
 log = logging.getLogger("fastagent.agent")
 ABORTED_TOOL_TEXT = "Operation aborted"
+_ABORTED_CONTENT = [{"type": "text", "text": ABORTED_TOOL_TEXT}]
 
 
 def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
@@ -89,7 +94,8 @@ async def run_tool_batch(
     activation: ActivationState,
     record: SessionRecord,
     cwd: str,
-    emit: Callable[[AgentEvent], None],
+    run: Run,
+    emit: Callable[[SessionEvent], None],
     tool_timeout: float | None = None,
 ) -> list[ToolResultMessage]:
     """Execute ``calls``; return their result messages in source order."""
@@ -101,7 +107,14 @@ async def run_tool_batch(
 
     async def one(call: ToolCall, tool: Tool | None) -> None:
         bridge = activation.for_call()
-        ctx = ToolContext(cwd=cwd, session=session_view, tools=bridge, tool_call_id=call["id"])
+
+        def progress(partial: Any) -> None:
+            if call["id"] not in results:  # a late report after the result is ignored
+                emit(run.event("tool_progress", id=call["id"], name=call["name"], partialResult=partial))
+
+        ctx = ToolContext(
+            cwd=cwd, session=session_view, tools=bridge, tool_call_id=call["id"], progress=progress
+        )
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
@@ -112,7 +125,7 @@ async def run_tool_batch(
         message = _result_message(call, result)
         record.append_message(message)
         results[call["id"]] = message
-        emit(ToolEnded(call["id"], result.is_error, result.content))
+        emit(run.event("tool_finished", id=call["id"], isError=result.is_error, content=result.content))
         if log.isEnabledFor(logging.DEBUG):
             mark = "✗" if result.is_error else "✓"
             took = (time.monotonic() - started) * 1000
@@ -121,7 +134,7 @@ async def run_tool_batch(
             )
 
     for call in calls:
-        emit(ToolStarted(call["id"], call["name"], call["arguments"]))
+        emit(run.event("tool_started", id=call["id"], name=call["name"], args=call["arguments"]))
     try:
         if sequential:
             for call, tool in zip(calls, chosen, strict=True):
@@ -131,18 +144,19 @@ async def run_tool_batch(
                 for call, tool in zip(calls, chosen, strict=True):
                     group.create_task(one(call, tool))
     except asyncio.CancelledError:
-        _record_aborted(calls, results, record)
+        for call in _record_aborted(calls, results, record):
+            emit(run.event("tool_finished", id=call["id"], isError=True, content=_ABORTED_CONTENT))
         raise
     return [results[c["id"]] for c in calls]
 
 
 def _record_aborted(
     calls: Sequence[ToolCall], results: Mapping[str, ToolResultMessage], record: SessionRecord
-) -> None:
+) -> list[ToolCall]:
     """Close every unfinished call with an aborted result so the record stays valid at once."""
     pending = [c for c in calls if c["id"] not in results]
     if not pending:
-        return
+        return pending
     try:
         record.append_many(
             [
@@ -152,3 +166,4 @@ def _record_aborted(
         )
     except Exception:  # the record is repaired on the next open anyway
         log.warning("[agent] could not record aborted tool calls for session %s", record.session)
+    return pending

@@ -75,6 +75,14 @@ class ToolContext:
     tools: ToolActivation | None = None
     tool_call_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    progress: Callable[[Any], None] | None = None
+    """Where :meth:`report` goes (the engine publishes it as ``tool_progress``)."""
+
+    def report(self, partial: Any) -> None:
+        """Report progress: ``partial`` is the whole result so far (a snapshot that replaces the
+        previous one, e.g. ``{"content": [{"type": "text", "text": tail}]}``), never a delta."""
+        if self.progress is not None:
+            self.progress(partial)
 
 
 Execute = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]

@@ -33,7 +33,8 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         (
             'model = "x"\nthinkingLevel = "high"\n',
             "unknown key 'thinkingLevel'; did you mean 'thinking_level'? (valid keys: model, thinking_level,"
-            " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine)",
+            " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine,"
+            " compaction)",
         ),
         (
             "[http]\nprot = 1\n",

@@ -2,7 +2,8 @@
 
 ``bash -c <command>`` (``/bin/bash``, else ``bash`` on PATH, else ``sh``) in a new session and
 process group, stdin closed, stdout and stderr merged into one pipe (so arrival order is kept).
-The output is tail-truncated (see :mod:`.bash_output`). A non-zero exit is an error result. An
+The output is tail-truncated (see :mod:`.bash_output`); while the command runs, its output tail is
+reported as progress at most every :data:`PROGRESS_INTERVAL_S`. A non-zero exit is an error result. An
 optional ``timeout`` (seconds) and the cancellation of the calling task both end the whole
 process group: SIGTERM, then SIGKILL after a short grace, so nothing the command started is left
 running. Nothing here blocks the event loop.
@@ -17,7 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic
@@ -50,6 +51,9 @@ KILL_GRACE_S = 0.5
 DRAIN_S = 0.5
 """How long to wait for the rest of the output once the shell has exited (a background job
 may hold the pipe open; its later output is not waited for)."""
+PROGRESS_INTERVAL_S = 0.25
+PROGRESS_CHARS = 2000
+"""How much of the output's tail a progress report carries."""
 _FLOW_HIGH = 1024 * 1024
 _FLOW_LOW = 256 * 1024
 _cleanups: set[asyncio.Task[None]] = set()
@@ -152,10 +156,16 @@ async def _kill_group(pgid: int, exited: asyncio.Future[None]) -> None:
     await asyncio.wait({exited}, timeout=2.0)
 
 
-async def _pump(protocol: _ShellProtocol, output: BashOutput) -> None:
+async def _pump(protocol: _ShellProtocol, output: BashOutput, report: Callable[[str], None]) -> None:
+    loop = asyncio.get_running_loop()
+    reported = 0.0
     while (chunk := await protocol.chunks.get()) is not None:
         protocol.consumed(len(chunk))
         await output.append(chunk)
+        now = loop.time()
+        if now - reported >= PROGRESS_INTERVAL_S:
+            reported = now
+            report(output.tail(PROGRESS_CHARS))
 
 
 async def _cleanup(
@@ -178,7 +188,12 @@ async def _cleanup(
 
 
 async def _run(
-    command: str, cwd: str, env: dict[str, str], limit_s: float | None, output: BashOutput
+    command: str,
+    cwd: str,
+    env: dict[str, str],
+    limit_s: float | None,
+    output: BashOutput,
+    report: Callable[[str], None] = lambda _: None,
 ) -> tuple[int | None, bool]:
     """Run the command; ``(exit code or None when killed by a signal, timed out)``."""
     loop = asyncio.get_running_loop()
@@ -198,7 +213,7 @@ async def _run(
         )
     except OSError as exc:
         raise ToolFailure(f"Cannot start the shell: {exc.strerror or exc}") from None
-    pump = asyncio.create_task(_pump(protocol, output))
+    pump = asyncio.create_task(_pump(protocol, output, report))
     timed_out = False
     try:
         try:
@@ -242,7 +257,11 @@ def create_bash_tool(cwd: str) -> Tool:
             raise ToolFailure(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
         timeout = parsed.timeout if parsed.timeout is not None and parsed.timeout > 0 else None
         output = BashOutput()
-        code, timed_out = await _run(parsed.command, cwd, _environment(ctx), timeout, output)
+
+        def report(tail: str) -> None:
+            ctx.report({"content": [{"type": "text", "text": tail}]})
+
+        code, timed_out = await _run(parsed.command, cwd, _environment(ctx), timeout, output, report)
         if timed_out:
             formatted = await output.finish(empty_text="")
             status = f"Command timed out after {js_number(parsed.timeout or 0)} seconds"

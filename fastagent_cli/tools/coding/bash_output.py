@@ -60,6 +60,10 @@ class BashOutput:
         self._spool: IO[bytes] | None = None
         self.full_output_path: str | None = None
 
+    def tail(self, chars: int) -> str:
+        """The last ``chars`` characters of the output so far (for progress reports)."""
+        return bytes(self._buffer[-4 * chars :]).decode("utf-8", "replace")[-chars:]
+
     async def append(self, data: bytes) -> None:
         if not data:
             return

@@ -1,0 +1,186 @@
+"""Writes between runs that need the engine: manual compaction, and the ``state_changed`` event.
+
+A manual compaction takes the session's lease like a run (``session_busy`` while one holds it),
+is accepted as soon as it is admitted (the session exists, there is something to compact, the
+model is usable), then summarises in the background: ``compaction_started`` now, and
+``compaction_finished{summary|error|aborted}`` once it is over and the lease is free again, so a
+watcher that acts on it finds the session idle. ``abort`` stops it
+(``compaction_finished{aborted: true}``). The session reads ``compacting`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from fastagent_cli.control import (
+    BOUNDARY_COMMAND_FAILED,
+    NO_SUCH_SESSION,
+    NOTHING_TO_COMPACT,
+    SESSION_BUSY,
+    ActionResult,
+    SessionEvent,
+    accepted,
+    rejected,
+)
+from fastagent_cli.engine.compaction import (
+    CompactionFailed,
+    CompactionPlan,
+    CompactionSettings,
+    SummaryModel,
+    compact,
+    prepare_compaction,
+)
+from fastagent_cli.engine.hub import EventHub
+from fastagent_cli.engine.retry import RetryPolicy
+from fastagent_cli.engine.runs import RunRegistry
+from fastagent_cli.engine.settings import SessionSettings
+from fastagent_cli.errors import FastagentError, one_line
+from fastagent_cli.sessions.record import SessionRecord
+from fastagent_cli.sessions.store import Release, SessionStore
+
+__all__ = ["BUSY_MESSAGE", "Engine", "no_such_session", "session_exists", "start_compaction", "state_changed"]
+
+log = logging.getLogger("fastagent.control")
+
+BUSY_MESSAGE = "session busy: a run (or another write) is in flight; retry when it is idle"
+
+
+class _Bound(Protocol):
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def model(self) -> Any: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+
+class Engine(Protocol):
+    """What a boundary write needs of the engine (:class:`~fastagent_cli.engine.agent.EngineAgent`)."""
+
+    hub: EventHub
+    runs: RunRegistry
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def compaction(self) -> CompactionSettings: ...
+
+    @property
+    def retry(self) -> RetryPolicy: ...
+
+    async def bind_model(self, record: SessionRecord) -> _Bound: ...
+
+    def settings_of(self, record: SessionRecord | None) -> SessionSettings: ...
+
+
+def no_such_session(session: str) -> ActionResult:
+    return rejected(
+        NO_SUCH_SESSION,
+        f'session "{session}" does not exist: sessions are created by invoke (or fork), not by writes',
+    )
+
+
+async def session_exists(store: SessionStore, session: str) -> bool:
+    """Checked before a write takes the lease (which would leave a lock file for a session that
+    does not exist). An unreadable record exists."""
+    try:
+        return await store.read(session) is not None
+    except FastagentError:
+        return True
+
+
+def state_changed(record: SessionRecord, settings: SessionSettings) -> SessionEvent:
+    """``state_changed`` reporting the record as it now is."""
+    data: dict[str, Any] = {}
+    if record.name is not None:
+        data["name"] = record.name
+    data["model"] = settings.spec
+    data["thinkingLevel"] = settings.thinking
+    if record.leaf_id is not None:
+        data["leafEntryId"] = record.leaf_id
+    return SessionEvent("state_changed", data)
+
+
+async def start_compaction(agent: Engine, session: str, instructions: str | None) -> ActionResult:
+    """Admit a manual compaction of ``session`` (see the module docstring)."""
+    store = agent.store
+    if not await session_exists(store, session):
+        return no_such_session(session)
+    release = store.try_lease(session)
+    if release is None:
+        return rejected(SESSION_BUSY, BUSY_MESSAGE)
+    handed_off = False
+    try:
+        record = await store.open_if_exists(session)
+        if record is None:
+            return no_such_session(session)
+        plan = prepare_compaction(record.path(), agent.compaction.keep_recent_tokens)
+        if isinstance(plan, str):
+            return rejected(NOTHING_TO_COMPACT, plan)
+        bound = await agent.bind_model(record)
+        target = SummaryModel(bound.client, bound.model, bound.api_key, agent.retry, session)
+        task = asyncio.create_task(_compact(agent, session, record, plan, target, instructions, release))
+        agent.runs.compacting(session, task.cancel)
+        agent.hub.publish(session, SessionEvent("compaction_started", {"reason": "manual"}))
+        handed_off = True
+        return accepted()
+    except FastagentError as exc:
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
+    finally:
+        if not handed_off:
+            release()
+
+
+async def _compact(
+    agent: Engine,
+    session: str,
+    record: SessionRecord,
+    plan: CompactionPlan,
+    target: SummaryModel,
+    instructions: str | None,
+    release: Release,
+) -> None:
+    def on_retry(attempt: int, limit: int, delay: int, error: str) -> None:
+        log.warning(
+            "[control] compaction retry %d/%d in %d ms (session %s): %s",
+            attempt,
+            limit,
+            delay,
+            session,
+            error,
+        )
+        data = {
+            "operation": "compaction",
+            "attempt": attempt,
+            "maxAttempts": limit,
+            "delayMs": delay,
+            "error": error,
+        }
+        agent.hub.publish(session, SessionEvent("retry_scheduled", data))
+
+    outcome: dict[str, Any]
+    changed: SessionEvent | None = None
+    try:
+        result = await compact(
+            record, plan, target, agent.compaction, instructions=instructions, on_retry=on_retry
+        )
+        outcome = {"summary": result.summary}
+        changed = state_changed(record, agent.settings_of(record))
+    except asyncio.CancelledError:
+        outcome = {"aborted": True}  # a deliberate abort, not a failure
+    except CompactionFailed as exc:
+        outcome = {"error": str(exc)}
+    except Exception as exc:
+        log.exception("[control] compaction of session %s failed", session)
+        outcome = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        agent.runs.compacted(session)
+        release()
+    if changed is not None:
+        agent.hub.publish(session, changed)
+    agent.hub.publish(session, SessionEvent("compaction_finished", outcome))

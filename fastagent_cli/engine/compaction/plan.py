@@ -1,0 +1,201 @@
+"""What a compaction summarises and what it keeps (pi's ``prepareCompaction``, §5.5).
+
+* Tokens are estimated at four characters each (an image counts 4 800 characters); the context's
+  size is the last answer's reported usage plus estimates for what came after it.
+* The cut point: walk back from the newest entry summing estimates until ``keep_recent_tokens``;
+  cut at the nearest valid point at or after there (a user, assistant or custom message, a
+  ``custom_message`` or ``branch_summary``; never a tool result), pulling in the non-message
+  entries just before it. A cut that lands inside a turn (not on a user message) is a *split
+  turn*: that turn's prefix is summarised separately.
+* Repeated compactions re-summarise from the previous compaction's kept boundary, so what it kept
+  is never lost, and update its summary (``previous_summary``).
+* File lists are cumulative: the previous compaction's lists plus the ``path`` arguments of
+  ``read`` / ``write`` / ``edit`` calls in what is summarised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastagent_cli.messages import Message
+from fastagent_cli.sessions.record import entry_message
+
+__all__ = [
+    "ALREADY_COMPACTED",
+    "NOTHING_TO_COMPACT_TEXT",
+    "CompactionPlan",
+    "context_tokens",
+    "estimate_tokens",
+    "prepare_compaction",
+    "usage_tokens",
+]
+
+ALREADY_COMPACTED = "Already compacted"
+NOTHING_TO_COMPACT_TEXT = "Nothing to compact (session too small)"
+IMAGE_CHARS = 4800
+
+Entry = Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class CompactionPlan:
+    first_kept_entry_id: str
+    to_summarize: list[Message]
+    turn_prefix: list[Message]
+    tokens_before: int
+    previous_summary: str | None = None
+    read_files: set[str] = field(default_factory=set)
+    modified_files: set[str] = field(default_factory=set)
+
+    @property
+    def split_turn(self) -> bool:
+        return bool(self.turn_prefix)
+
+
+def estimate_tokens(message: Mapping[str, Any]) -> int:
+    """chars/4, rounded up (images count :data:`IMAGE_CHARS`; a tool call its name and
+    arguments)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return math.ceil(len(content) / 4)
+    chars = 0
+    for block in content or []:
+        kind = block.get("type")
+        if kind == "text":
+            chars += len(block.get("text", ""))
+        elif kind == "thinking":
+            chars += len(block.get("thinking", ""))
+        elif kind == "toolCall":
+            chars += len(block.get("name", "")) + len(json.dumps(block.get("arguments", {})))
+        elif kind == "image":
+            chars += IMAGE_CHARS
+    return math.ceil(chars / 4)
+
+
+def usage_tokens(usage: Mapping[str, Any]) -> int:
+    total = int(usage.get("totalTokens") or 0)
+    if total:
+        return total
+    return sum(int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite"))
+
+
+def context_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How full a context is: the last good answer's usage plus estimates for what followed it
+    (all estimates when no answer reported usage)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if (
+            message.get("role") == "assistant"
+            and message.get("stopReason") not in ("error", "aborted")
+            and isinstance(message.get("usage"), Mapping)
+        ):
+            reported = usage_tokens(message["usage"])
+            if reported:
+                return reported + sum(estimate_tokens(m) for m in messages[index + 1 :])
+    return sum(estimate_tokens(m) for m in messages)
+
+
+def _is_cut_point(entry: Entry) -> bool:
+    kind = entry.get("type")
+    if kind == "message":
+        return (entry.get("message") or {}).get("role") != "toolResult"
+    return kind in ("custom_message", "branch_summary")
+
+
+def _turn_start(path: Sequence[Entry], index: int, start: int) -> int:
+    for i in range(index, start - 1, -1):
+        entry = path[i]
+        if entry.get("type") in ("custom_message", "branch_summary"):
+            return i
+        if entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "user":
+            return i
+    return -1
+
+
+def _cut_index(path: Sequence[Entry], start: int, end: int, keep_recent: int) -> int:
+    cut_points = [i for i in range(start, end) if _is_cut_point(path[i])]
+    if not cut_points:
+        return start
+    cut = cut_points[0]
+    kept = 0
+    for i in range(end - 1, start - 1, -1):
+        entry = path[i]
+        if entry.get("type") != "message":
+            continue
+        kept += estimate_tokens(entry.get("message") or {})
+        if kept >= keep_recent:
+            cut = next((c for c in cut_points if c >= i), cut)
+            break
+    while cut > start and path[cut - 1].get("type") not in ("message", "compaction"):
+        cut -= 1
+    return cut
+
+
+def _file_ops(messages: Sequence[Mapping[str, Any]], read: set[str], modified: set[str]) -> None:
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for block in message.get("content") or []:
+            if block.get("type") != "toolCall":
+                continue
+            path = (block.get("arguments") or {}).get("path")
+            if not isinstance(path, str):
+                continue
+            name = block.get("name")
+            if name == "read":
+                read.add(path)
+            elif name in ("write", "edit"):
+                modified.add(path)
+
+
+def _messages(entries: Sequence[Entry]) -> list[Message]:
+    return [m for e in entries if e.get("type") != "compaction" and (m := entry_message(dict(e)))]
+
+
+def prepare_compaction(path: Sequence[Entry], keep_recent_tokens: int) -> CompactionPlan | str:
+    """The plan for compacting the active ``path``, or why there is nothing to do
+    (:data:`ALREADY_COMPACTED`, :data:`NOTHING_TO_COMPACT_TEXT`)."""
+    if path and path[-1].get("type") == "compaction":
+        return ALREADY_COMPACTED
+    previous = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
+    start = previous + 1
+    previous_summary: str | None = None
+    read: set[str] = set()
+    modified: set[str] = set()
+    if previous >= 0:
+        prior = path[previous]
+        previous_summary = str(prior.get("summary") or "")
+        kept = prior.get("firstKeptEntryId")
+        start = next((i for i in range(previous) if path[i].get("id") == kept), start)
+        details = prior.get("details") if not prior.get("fromHook") else None
+        if isinstance(details, Mapping):
+            read.update(f for f in details.get("readFiles") or [] if isinstance(f, str))
+            modified.update(f for f in details.get("modifiedFiles") or [] if isinstance(f, str))
+    end = len(path)
+    tokens_before = context_tokens(_messages(path[max(previous, 0) : end]))
+    cut = _cut_index(path, start, end, keep_recent_tokens)
+    if cut >= end:
+        return NOTHING_TO_COMPACT_TEXT
+    cut_entry = path[cut]
+    on_user = cut_entry.get("type") == "message" and (cut_entry.get("message") or {}).get("role") == "user"
+    turn_start = -1 if on_user else _turn_start(path, cut, start)
+    history_end = turn_start if turn_start >= 0 else cut
+    to_summarize = _messages(path[start:history_end])
+    turn_prefix = _messages(path[turn_start:cut]) if turn_start >= 0 else []
+    if not to_summarize and not turn_prefix:
+        return NOTHING_TO_COMPACT_TEXT
+    _file_ops(to_summarize, read, modified)
+    _file_ops(turn_prefix, read, modified)
+    return CompactionPlan(
+        first_kept_entry_id=str(cut_entry["id"]),
+        to_summarize=to_summarize,
+        turn_prefix=turn_prefix,
+        tokens_before=tokens_before,
+        previous_summary=previous_summary,
+        read_files=read,
+        modified_files=modified,
+    )

@@ -1,0 +1,33 @@
+"""The invoke stream as a projection of the session events.
+
+A run publishes rich :class:`~fastagent_cli.control.SessionEvent` values; its caller's
+``AgentEvent`` stream is their projection: ``message_delta`` becomes ``text`` / ``thinking``,
+``tool_started`` / ``tool_finished`` become ``tool_started`` / ``tool_ended``, and
+``retry_scheduled`` becomes the advisory ``retrying``. Everything else (queues, compaction,
+state) is for watchers only, so a caller that never acts on a run sees what it always saw. The
+terminal comes from the run's settlement, not from an event.
+"""
+
+from __future__ import annotations
+
+from fastagent_cli.contract import AgentEvent, Retrying, Text, Thinking, ToolEnded, ToolStarted
+from fastagent_cli.control import SessionEvent
+
+__all__ = ["project"]
+
+
+def project(event: SessionEvent) -> AgentEvent | None:
+    data = event.data
+    kind = event.type
+    if kind == "message_delta":
+        return Text(data["delta"]) if data.get("channel") == "text" else Thinking(data["delta"])
+    if kind == "tool_started":
+        return ToolStarted(data["id"], data["name"], data["args"])
+    if kind == "tool_finished":
+        return ToolEnded(data["id"], data["isError"], data["content"])
+    if kind == "retry_scheduled":
+        reason = str(data["error"])
+        if data.get("operation") != "assistant":
+            reason = f"{data.get('operation')}: {reason}"
+        return Retrying(data["attempt"], data["maxAttempts"], data["delayMs"], reason)
+    return None

@@ -1,0 +1,208 @@
+"""A run: the opening prompt's turn, then its continuations, written to the session as it goes.
+
+::
+
+    user message -> [model -> tools]* -> (steer? -> user message -> ...) -> end of turn
+      -> compaction if the context passed its threshold -> follow-up? -> next turn ... -> settle
+
+* Each turn has at most ``max_tool_rounds`` tool rounds; then the next request withdraws the
+  tools and appends a user note that the budget is exhausted, and a tool call in that answer
+  fails the run (asyncai's rule). A follow-up starts a fresh turn with a fresh budget.
+* Steering is taken one prompt at a time after each model answer and its tool batch (never
+  cutting a batch short), before the next model call; follow-ups one at a time when the turn
+  would otherwise end (see :mod:`.runs`).
+* A context-overflow error compacts the session once and retries the request; a second one
+  fails the run. After each turn the run compacts when the context passed
+  ``context_window - reserve_tokens`` (inside the run: the session reads ``running``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastagent_cli.contract import Prompt
+from fastagent_cli.engine.compaction import (
+    OVERFLOW_RECOVERY_FAILED,
+    CompactionFailed,
+    SummaryModel,
+    compact,
+    context_tokens,
+    prepare_compaction,
+)
+from fastagent_cli.engine.tool_batch import run_tool_batch
+from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
+from fastagent_cli.messages import (
+    TOOL_BUDGET_NOTE,
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    ToolCall,
+    UserMessage,
+    empty_usage,
+    now_ms,
+)
+from fastagent_cli.models.types import ModelRequest
+
+__all__ = ["run_loop", "user_message"]
+
+
+def user_message(prompt: Prompt) -> UserMessage:
+    content: list[ContentBlock] = [{"type": "text", "text": prompt.text}]
+    for image in prompt.images:
+        content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
+    return {"role": "user", "content": content, "timestamp": now_ms()}
+
+
+def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
+    return [b for b in message["content"] if b.get("type") == "toolCall"]  # type: ignore[misc]
+
+
+def _with_note(messages: Sequence[Message]) -> list[Message]:
+    note: UserMessage = {
+        "role": "user",
+        "content": [{"type": "text", "text": TOOL_BUDGET_NOTE}],
+        "timestamp": now_ms(),
+    }
+    return [*messages, note]
+
+
+class _Run:
+    def __init__(self, setup: TurnSetup, emit: Emit) -> None:
+        self.setup = setup
+        self.emit = emit
+        self.messages: list[Message] = list(setup.request.messages)
+        self.usage = empty_usage()
+        self.rounds = 0
+        self.overflow_recovered = False
+
+    def add_user(self, prompt: Prompt) -> None:
+        message = user_message(prompt)
+        entry = self.setup.record.append_message(message)
+        self.messages.append(message)
+        self.emit(self.setup.run.event("user_message", entryId=entry["id"], text=prompt.text))
+
+    def request(self, exhausted: bool) -> ModelRequest:
+        base = self.setup.request
+        active = self.setup.activation.active()
+        tools = self.setup.tools
+        return ModelRequest(
+            model=base.model,
+            system=base.system,
+            messages=_with_note(self.messages) if exhausted else list(self.messages),
+            tools=() if exhausted else [tools[n].spec for n in active if n in tools],
+            thinking=base.thinking,
+            api_key=base.api_key,
+            max_tokens=base.max_tokens,
+            session_id=base.session_id,
+        )
+
+    async def answer(self, exhausted: bool) -> AssistantMessage:
+        """One model answer, recorded; on a context overflow, compact once and ask again."""
+        while True:
+            try:
+                assistant = await request_model(self.setup, self.request(exhausted), self.emit)
+            except TurnFailure as exc:
+                if not exc.overflow:
+                    raise
+                if self.overflow_recovered:
+                    raise TurnFailure(f"{OVERFLOW_RECOVERY_FAILED} {exc.message}", exc.retryable) from exc
+                self.overflow_recovered = True
+                if not await self.compact("overflow"):
+                    raise  # nothing to compact (or the summary failed): the error stands
+                continue
+            entry = self.setup.record.append_message(assistant)
+            self.messages.append(assistant)
+            add_usage(self.usage, assistant["usage"])
+            self.emit(
+                self.setup.run.event(
+                    "message_finished", entryId=entry["id"], stopReason=assistant["stopReason"]
+                )
+            )
+            return assistant
+
+    async def compact(self, reason: str) -> bool:
+        """Compact inside the run; ``False`` when there was nothing to compact (or it failed:
+        the run goes on with the history it has)."""
+        setup = self.setup
+        plan = prepare_compaction(setup.record.path(), setup.compaction.keep_recent_tokens)
+        if isinstance(plan, str):
+            return False
+        run = setup.run
+        self.emit(run.event("compaction_started", reason=reason))
+
+        def on_retry(attempt: int, limit: int, delay: int, error: str) -> None:
+            self.emit(
+                run.event(
+                    "retry_scheduled",
+                    operation="compaction",
+                    attempt=attempt,
+                    maxAttempts=limit,
+                    delayMs=delay,
+                    error=error,
+                )
+            )
+
+        target = SummaryModel(
+            setup.client, setup.request.model, setup.request.api_key, setup.retry, setup.request.session_id
+        )
+        try:
+            result = await compact(setup.record, plan, target, setup.compaction, on_retry=on_retry)
+        except CompactionFailed as exc:
+            self.emit(run.event("compaction_finished", error=str(exc)))
+            return False
+        self.messages = setup.record.context().messages
+        self.emit(run.event("compaction_finished", summary=result.summary))
+        return True
+
+    async def turn(self) -> AssistantMessage:
+        """Model answers and tool rounds until the turn ends (steering joins along the way)."""
+        setup = self.setup
+        rounds = 0
+        while True:
+            exhausted = rounds >= setup.max_tool_rounds
+            assistant = await self.answer(exhausted)
+            rounds += 1
+            self.rounds += 1
+            calls = _tool_calls(assistant)
+            if calls:
+                if exhausted:
+                    raise TurnFailure(
+                        f"the model called a tool after the tool budget "
+                        f"({setup.max_tool_rounds} rounds) was exhausted"
+                    )
+                results = await run_tool_batch(
+                    calls,
+                    tools=setup.tools,
+                    activation=setup.activation,
+                    record=setup.record,
+                    cwd=setup.cwd,
+                    run=setup.run,
+                    emit=self.emit,
+                    tool_timeout=setup.tool_timeout,
+                )
+                self.messages.extend(results)
+            steer = setup.run.take_steering()
+            if steer is not None:
+                self.add_user(steer)
+            elif not calls:
+                return assistant
+
+    def over_threshold(self) -> bool:
+        window = self.setup.request.model.context_window
+        return self.setup.compaction.over_threshold(context_tokens(self.messages), window)
+
+
+async def run_loop(setup: TurnSetup, prompt: Prompt, emit: Emit) -> TurnOutcome:
+    """Run to the settle; raise :class:`TurnFailure` (or a FastagentError) when the run fails."""
+    state = _Run(setup, emit)
+    if state.over_threshold():  # a context left too full (a failed run, a smaller model)
+        await state.compact("threshold")
+    state.add_user(prompt)
+    while True:
+        assistant = await state.turn()
+        if state.over_threshold():
+            await state.compact("threshold")
+        follow_up = setup.run.take_continuation()
+        if follow_up is None:
+            return TurnOutcome(state.usage, assistant["stopReason"], state.rounds)
+        state.add_user(follow_up)

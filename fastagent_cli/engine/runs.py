@@ -1,0 +1,164 @@
+"""Runs in flight: what steer, follow_up and abort reach, and what ``state()`` reports.
+
+A run is a turn plus its continuations. It keeps two queues: steering (delivered after the current
+tool batch, before the next model call) and follow-ups (FIFO, delivered when the run would
+otherwise stop). Both are taken one prompt at a time, as pi does. Once the run finds both queues
+empty at its end it stops *accepting*: from then on a steer or follow-up is refused
+``run_command_failed`` (the race window), because it could no longer be delivered. An abort is
+accepted until the run's work is over; it cancels that work, so the run settles ``aborted``
+(or ``completed``, when the work finished in the same instant: acceptance is not outcome).
+
+Manual compactions are registered here too (the session reads ``compacting``; ``abort`` stops
+them). Everything runs on the event loop: no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fastagent_cli.contract import Prompt
+from fastagent_cli.control import (
+    NO_ACTIVE_RUN,
+    RUN_COMMAND_FAILED,
+    ActionResult,
+    PendingPrompts,
+    SessionEvent,
+    accepted,
+    rejected,
+)
+
+__all__ = ["Run", "RunRegistry"]
+
+Publish = Callable[[SessionEvent], None]
+
+
+@dataclass(slots=True)
+class Run:
+    session: str
+    publish: Publish
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    steering: deque[Prompt] = field(default_factory=deque)
+    follow_ups: deque[Prompt] = field(default_factory=deque)
+    accepting: bool = True
+    abort_requested: bool = False
+    work: asyncio.Task[object] | None = None
+
+    def event(self, kind: str, **data: object) -> SessionEvent:
+        return SessionEvent(kind, data, self.run_id)
+
+    def pending(self) -> PendingPrompts:
+        return PendingPrompts(tuple(p.text for p in self.steering), tuple(p.text for p in self.follow_ups))
+
+    def _queue_changed(self) -> None:
+        pending = self.pending()
+        self.publish(self.event("queue_changed", **pending.to_json()))
+
+    # --- actions (from any caller) --------------------------------------------------------------
+
+    def enqueue(self, kind: Literal["steer", "follow_up"], prompt: Prompt) -> ActionResult:
+        if not self.accepting:
+            return rejected(
+                RUN_COMMAND_FAILED,
+                f"the run settled before the {kind.replace('_', '-')} could join it; "
+                "check state() and invoke again",
+            )
+        (self.steering if kind == "steer" else self.follow_ups).append(prompt)
+        self._queue_changed()
+        return accepted(self.run_id)
+
+    def abort(self) -> ActionResult:
+        work = self.work
+        if work is None or work.done():
+            return rejected(RUN_COMMAND_FAILED, "the run settled before the abort reached it")
+        self.abort_requested = True
+        self.accepting = False
+        work.cancel()
+        return accepted(self.run_id)
+
+    # --- the run's side -------------------------------------------------------------------------
+
+    def take_steering(self) -> Prompt | None:
+        if not self.steering:
+            return None
+        prompt = self.steering.popleft()
+        self._queue_changed()
+        return prompt
+
+    def take_continuation(self) -> Prompt | None:
+        """At the run's end: the next steering prompt, else the next follow-up; with both queues
+        empty the run stops accepting (atomically: nothing runs between the check and the flag)."""
+        if self.steering:
+            return self.take_steering()
+        if self.follow_ups:
+            prompt = self.follow_ups.popleft()
+            self._queue_changed()
+            return prompt
+        self.accepting = False
+        return None
+
+
+@dataclass(slots=True)
+class _Compaction:
+    abort: Callable[[], object]
+
+
+class RunRegistry:
+    """The runs and manual compactions of one engine, by session."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, Run] = {}
+        self._compactions: dict[str, _Compaction] = {}
+
+    def begin(self, session: str, publish: Publish) -> Run:
+        run = Run(session, publish)
+        self._runs[session] = run
+        return run
+
+    def end(self, run: Run) -> None:
+        run.accepting = False
+        if self._runs.get(run.session) is run:
+            del self._runs[run.session]
+
+    def active(self, session: str) -> Run | None:
+        return self._runs.get(session)
+
+    def status(self, session: str) -> Literal["idle", "running", "compacting"]:
+        if session in self._runs:
+            return "running"
+        return "compacting" if session in self._compactions else "idle"
+
+    def compacting(self, session: str, abort: Callable[[], object]) -> None:
+        self._compactions[session] = _Compaction(abort)
+
+    def compacted(self, session: str) -> None:
+        self._compactions.pop(session, None)
+
+    # --- actions --------------------------------------------------------------------------------
+
+    def enqueue(self, session: str, kind: Literal["steer", "follow_up"], prompt: Prompt) -> ActionResult:
+        run = self._runs.get(session)
+        if run is None:
+            return _no_run(kind)
+        return run.enqueue(kind, prompt)
+
+    def abort(self, session: str) -> ActionResult:
+        run = self._runs.get(session)
+        if run is not None:
+            return run.abort()
+        compaction = self._compactions.get(session)
+        if compaction is not None:
+            compaction.abort()
+            return accepted()  # the outcome arrives as compaction_finished{aborted: true}
+        return _no_run("abort")
+
+
+def _no_run(kind: str) -> ActionResult:
+    return rejected(
+        NO_ACTIVE_RUN,
+        f"no active run for this session: {kind.replace('_', '-')} modulates a run an invoke is driving",
+    )
