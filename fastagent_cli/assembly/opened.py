@@ -10,13 +10,16 @@ reports; never the engine or the store.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from fastagent_cli.assembly.control import session_control
 from fastagent_cli.assembly.reading import AgentSurface, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
+from fastagent_cli.control import AgentCommand, SessionControl
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.definition.placement import Placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
@@ -27,9 +30,10 @@ from fastagent_cli.definition.report import (
     format_rows,
     summary_rows,
 )
-from fastagent_cli.definition.skills import Skill
+from fastagent_cli.definition.skills import Skill, load_skills
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
+from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.models.credentials import CredentialSource, missing_hint
@@ -49,6 +53,7 @@ class OpenedAgent:
     ) -> None:
         self._engine = engine
         self._resolver = resolver
+        self._control: SessionControl | None = None
         self.surface = surface
         self.sessions = sessions
         assert surface.model_spec is not None and surface.model_source is not None  # open checked it
@@ -59,6 +64,22 @@ class OpenedAgent:
     def agent(self) -> Agent:
         """The agent every host drives: ``invoke(scope, prompt)`` and nothing else."""
         return self._engine
+
+    @property
+    def control(self) -> SessionControl:
+        """The session hub: watch and steer this agent's runs, read and (with
+        ``session_control = true``) write its sessions. The definition's skills are its commands."""
+        if self._control is None:
+            skills_dir = self.agent_dir / "skills"
+
+            async def commands() -> list[AgentCommand]:
+                found = await asyncio.to_thread(load_skills, skills_dir)
+                return [AgentCommand(s.name, s.description or None) for s in found.skills]
+
+            self._control = session_control(
+                self._engine, commands=commands, writes=self.config.session_control
+            )
+        return self._control
 
     # --- what it was read from ------------------------------------------------------------------
 
@@ -132,9 +153,7 @@ class OpenedAgent:
     def findings(self) -> list[Finding]:
         """Every problem worth a warning: tools, skills, context files, MCP servers, settings."""
         surface = self.surface
-        return collect_findings(
-            surface.toolset, self.definition(), surface.live, surface.schedules, surface.config
-        )
+        return collect_findings(surface.toolset, self.definition(), surface.live, surface.schedules)
 
     def diagnostics(self) -> list[str]:
         return [f.message for f in self.findings()]
@@ -199,9 +218,14 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             max_tool_rounds=config.engine.max_tool_rounds,
             tool_timeout=config.engine.tool_timeout or None,
             retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
+            compaction=CompactionSettings(
+                config.compaction.enabled,
+                config.compaction.reserve_tokens,
+                config.compaction.keep_recent_tokens,
+            ),
         )
     )
-    sessions = SessionPort(store, resolver, config.thinking_level)
+    sessions = SessionPort(store, resolver, config.thinking_level, engine.compact)
     return OpenedAgent(engine, surface, sessions, resolver)
 
 

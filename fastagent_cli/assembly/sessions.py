@@ -7,9 +7,12 @@
   ``thinking_level_change`` entries) under the session's lease, validated as a whole before
   anything is written; a running turn holds the lease, so a write then fails at once as busy.
 
-This is the surface the session control plane publishes over HTTP (``GET``/``PATCH
-/control/sessions/{id}``, ``GET /control/sessions``); chat uses it for ``/model``, ``/thinking``,
-``/resume`` and its status line.
+* :meth:`SessionPort.compact` starts a manual compaction (whatever ``session_control`` says: it
+  is the agent owner's own command, chat's ``/compact``).
+
+Chat uses it for ``/model``, ``/thinking``, ``/resume``, ``/compact`` and its status line; the
+session hub (:mod:`fastagent_cli.assembly.control`, ``opened.control``) is what the control plane
+publishes over HTTP.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.control import UNSUPPORTED_CAPABILITY, ActionResult, rejected
 from fastagent_cli.engine.ports import ModelPort
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.errors import SessionError, UsageError
@@ -51,11 +55,21 @@ class SessionView:
     settings: SessionSettings
 
 
+Compactor = Callable[[str, str | None], Awaitable[ActionResult]]
+
+
 class SessionPort:
-    def __init__(self, store: SessionStore, models: ModelPort, default_thinking: ThinkingLevel) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        models: ModelPort,
+        default_thinking: ThinkingLevel,
+        compactor: Compactor | None = None,
+    ) -> None:
         self._store = store
         self._models = models
         self._default_thinking = default_thinking
+        self._compactor = compactor
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -161,6 +175,14 @@ class SessionPort:
         if entries:
             async with self._leased(session, True) as record:
                 record.append_many(entries)
+
+    async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
+        """Start compacting ``session``: accepted fast, the outcome arrives on the session's events
+        as ``compaction_finished``; ``nothing_to_compact``, ``no_such_session`` or
+        ``session_busy`` otherwise."""
+        if self._compactor is None:
+            return rejected(UNSUPPORTED_CAPABILITY, "this agent cannot compact sessions")
+        return await self._compactor(session, instructions)
 
     @contextlib.asynccontextmanager
     async def _leased(self, session: str, create: bool) -> AsyncIterator[SessionRecord]:

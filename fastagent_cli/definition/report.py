@@ -1,7 +1,6 @@
 """What an opened agent directory reports, as data: findings (tool collisions and load failures,
-skill diagnostics, context warnings, MCP servers that cannot start, schedule files skipped,
-settings this version does not serve yet) and the summary rows the serving commands print when
-they start.
+skill diagnostics, context warnings, MCP servers that cannot start, schedule files skipped) and
+the summary rows the serving commands print when they start.
 
 Hosts render these once (``warn: ...`` lines, log warnings, ``info`` output); nothing formats a
 line to parse it back.
@@ -22,13 +21,9 @@ from fastagent_cli.definition.tools_loader import ToolSet
 
 __all__ = ["Finding", "SummaryRow", "collect_findings", "format_row", "format_rows", "summary_rows"]
 
-FindingKind: TypeAlias = Literal["tools", "skills", "context", "mcp", "schedules", "settings"]
+FindingKind: TypeAlias = Literal["tools", "skills", "context", "mcp", "schedules"]
 SummaryRow: TypeAlias = tuple[str | None, str]
 """``(label, value)``; a row without a label is a line of its own (the placement hint)."""
-
-_RESERVED = {
-    "session_control": "the session control plane",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +42,6 @@ def collect_findings(
     definition: LoadedDefinition,
     live: LiveTools,
     schedules: ScheduleSet,
-    config: FastagentConfig,
 ) -> list[Finding]:
     found = [Finding("tools", c.message) for c in toolset.collisions]
     found += [Finding("tools", f.message) for f in toolset.failures]
@@ -63,14 +57,6 @@ def collect_findings(
     found += [Finding("mcp", c.message) for c in live.collisions]
     found += [Finding("mcp", d) for d in live.diagnostics()]
     found += [Finding("schedules", f.message) for f in schedules.failures]
-    for key, feature in _RESERVED.items():
-        if getattr(config, key):
-            found.append(
-                Finding(
-                    "settings",
-                    f"{key} = true: {feature} is not served by this version yet; the setting has no effect",
-                )
-            )
     return found
 
 

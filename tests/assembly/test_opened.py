@@ -3,6 +3,7 @@ and MCP tools joining the mounted set."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import types
@@ -215,13 +216,20 @@ def test_a_configured_mcp_server_serves_the_directory_agent(tmp_path: Path, run_
     assert events[-1]["type"] == "completed"
 
 
-def test_reserved_settings_are_reported_not_claimed(make_agent: AgentFactory) -> None:
+def test_served_settings_draw_no_warning_and_session_control_turns_writes_on(
+    make_agent: AgentFactory,
+) -> None:
     agent = make_agent(config="self_schedule = true\nsession_control = true\n")
     opened = open_agent_dir(agent)
     findings = opened.diagnostics()
-    assert any(f.startswith("session_control = true: the session control plane") for f in findings)
-    assert any(line.startswith("warn: session_control = true") for line in opened.startup_lines())
-    assert not any("self_schedule" in f for f in findings)  # served now: no "not served yet" warning
+    assert not any("session_control" in f or "self_schedule" in f for f in findings)
+    assert not any("not served" in line for line in opened.startup_lines())
+    capabilities = asyncio.run(opened.control.capabilities())
+    assert capabilities.fork and capabilities.delete and "model" in capabilities.updatable
+    off = open_agent_dir(make_agent(name="off"))
+    capabilities = asyncio.run(off.control.capabilities())
+    assert (capabilities.fork, capabilities.delete, capabilities.updatable) == (False, False, ())
+    assert capabilities.steering and capabilities.follow_up
 
 
 def test_wake_tools_are_mounted_only_when_serving_with_self_schedule(make_agent: AgentFactory) -> None:

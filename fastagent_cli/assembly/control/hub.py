@@ -1,0 +1,194 @@
+"""The local session hub: :class:`~fastagent_cli.control.SessionControl` over the engine.
+
+Reads come from the session store (never repaired, never written) and the engine's run registry;
+live events from the engine's event hub; run actions reach the engine's runs; writes go through
+the store under the session's lease (:mod:`.writes`). ``writes=False`` (``session_control`` off)
+keeps the run actions and reads and refuses durable writes (update, fork, delete, compact) with
+``unsupported_capability``, reporting so in :meth:`LocalSessionControl.capabilities`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from fastagent_cli.assembly.control.views import listing, published_entries, session_usage
+from fastagent_cli.assembly.control.writes import delete_session, fork_session, update_session
+from fastagent_cli.contract import Prompt
+from fastagent_cli.control import (
+    INVALID_COMMAND,
+    UNSUPPORTED_CAPABILITY,
+    UPDATE_FIELDS,
+    ActionResult,
+    AgentCommand,
+    Capabilities,
+    PendingPrompts,
+    SessionEntries,
+    SessionListing,
+    SessionState,
+    SessionsUnavailable,
+    SessionUpdate,
+    accepted,
+    rejected,
+)
+from fastagent_cli.engine.agent import EngineAgent
+from fastagent_cli.engine.hub import Subscription
+from fastagent_cli.errors import FastagentError, SessionError, one_line
+
+__all__ = ["CommandSource", "LocalSession", "LocalSessionControl", "LocalSessions"]
+
+log = logging.getLogger("fastagent.control")
+
+CommandSource = Callable[[], Awaitable[Sequence[AgentCommand]]]
+
+
+def _unsupported(what: str) -> ActionResult:
+    return rejected(
+        UNSUPPORTED_CAPABILITY,
+        f"{what} is not enabled on this deployment (session_control = true in fastagent.toml enables it)",
+    )
+
+
+class LocalSession:
+    """One session, bound by id: no IO until a method is called."""
+
+    def __init__(self, hub: LocalSessionControl, session: str) -> None:
+        self._hub = hub
+        self._engine = hub.engine
+        self._id = session
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    async def state(self) -> SessionState:
+        engine = self._engine
+        run = engine.runs.active(self._id)
+        status = engine.runs.status(self._id)
+        pending = run.pending() if run is not None else PendingPrompts()
+        run_id = run.run_id if run is not None else None
+        try:
+            record = await engine.store.read(self._id)
+        except FastagentError as exc:  # observation is total: the fault surfaces where codes exist
+            log.warning("[control] session %s is unreadable: %s", self._id, one_line(exc.message))
+            return SessionState(status, active_run_id=run_id, pending=pending)
+        settings = engine.settings_of(record)
+        return SessionState(
+            status=status,
+            name=record.name if record is not None else None,
+            active_run_id=run_id,
+            model=settings.spec,
+            thinking_level=settings.thinking,
+            available_thinking_levels=settings.available_thinking,
+            pending=pending,
+            usage=session_usage(record, settings.model.context_window) if record is not None else None,
+            leaf_entry_id=record.leaf_id if record is not None else None,
+        )
+
+    async def entries(self, since: str | None = None) -> SessionEntries:
+        try:
+            record = await self._engine.store.read(self._id)
+        except FastagentError as exc:
+            log.warning("[control] session %s is unreadable: %s", self._id, one_line(exc.message))
+            return SessionEntries()
+        if record is None:
+            return SessionEntries()
+        return SessionEntries(tuple(published_entries(record, since)), record.leaf_id)
+
+    def events(self) -> Subscription:
+        return self._engine.hub.subscribe(self._id)
+
+    # --- run actions ----------------------------------------------------------------------------
+
+    async def steer(self, prompt: Prompt) -> ActionResult:
+        if not prompt.text.strip():
+            return rejected(INVALID_COMMAND, "a steer needs text")
+        return self._engine.runs.enqueue(self._id, "steer", prompt)
+
+    async def follow_up(self, prompt: Prompt) -> ActionResult:
+        if not prompt.text.strip():
+            return rejected(INVALID_COMMAND, "a follow-up needs text")
+        return self._engine.runs.enqueue(self._id, "follow_up", prompt)
+
+    async def abort(self) -> ActionResult:
+        return self._engine.runs.abort(self._id)
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    async def compact(self, instructions: str | None = None) -> ActionResult:
+        if not self._hub.writes:
+            return _unsupported("compact")
+        return await self._engine.compact(self._id, instructions)
+
+    async def update(self, patch: SessionUpdate) -> ActionResult:
+        fields = patch.fields()
+        if not fields:
+            return accepted()
+        if not self._hub.writes:
+            return _unsupported(f"update ({', '.join(fields)})")
+        return await update_session(self._engine, self._id, patch)
+
+    async def delete(self) -> ActionResult:
+        if not self._hub.writes:
+            return _unsupported("delete")
+        return await delete_session(self._engine, self._id)
+
+
+class LocalSessions:
+    def __init__(self, hub: LocalSessionControl) -> None:
+        self._hub = hub
+
+    async def list(self) -> Sequence[SessionListing]:
+        try:
+            summaries = await asyncio.to_thread(self._hub.engine.store.list_sessions, None)
+        except SessionError as exc:
+            log.error("[control] the session list cannot be read: %s", exc.message)
+            raise SessionsUnavailable(exc.message) from exc
+        return listing(summaries)
+
+    async def fork(self, from_session: str, at: str, into: str) -> ActionResult:
+        if not self._hub.writes:
+            return _unsupported("fork")
+        return await fork_session(self._hub.engine, from_session, at, into)
+
+    def get(self, session: str) -> LocalSession:
+        return LocalSession(self._hub, session)
+
+
+class LocalSessionControl:
+    """The hub of one engine. ``commands`` lists what a ``/`` composer offers (re-read per call;
+    an agent without a definition has none); ``writes`` enables durable writes."""
+
+    def __init__(
+        self, engine: EngineAgent, *, commands: CommandSource | None = None, writes: bool = True
+    ) -> None:
+        self.engine = engine
+        self.writes = writes
+        self._commands = commands
+        self._sessions = LocalSessions(self)
+
+    @property
+    def sessions(self) -> LocalSessions:
+        return self._sessions
+
+    async def capabilities(self) -> Capabilities:
+        writes = self.writes
+        return Capabilities(
+            steering=True,
+            follow_up=True,
+            manual_compaction=writes,
+            model_selection=tuple(self.engine.config.models.specs()) if writes else None,
+            thinking_level=writes,
+            navigate=writes,
+            tool_progress=True,
+            usage=True,
+            updatable=UPDATE_FIELDS if writes else (),
+            fork=writes,
+            delete=writes,
+        )
+
+    async def commands(self) -> Sequence[AgentCommand]:
+        return [] if self._commands is None else list(await self._commands())

@@ -1,0 +1,112 @@
+"""Session records as the hub publishes them: entries, usage and list rows (pure conversions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastagent_cli.control import EntryView, SessionListing, SessionUsage
+from fastagent_cli.engine.compaction import context_tokens
+from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms
+from fastagent_cli.sessions.record import SessionRecord, is_position
+
+__all__ = ["entry_view", "listing", "published_entries", "session_usage"]
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in content or [] if b.get("type") == "text")
+
+
+def entry_view(entry: Mapping[str, Any]) -> EntryView:
+    """A record entry normalised: ``user{text}``, ``assistant{text, toolCalls?}``,
+    ``tool{toolCallId, toolName, isError, text}``, ``message:<role>``, other types with empty
+    data."""
+    message = entry.get("message") if entry.get("type") == "message" else None
+    stamp = parse_iso_ms(entry.get("timestamp"))
+    if stamp is None and isinstance(message, Mapping) and isinstance(message.get("timestamp"), int):
+        stamp = message["timestamp"]
+    kind = str(entry.get("type"))
+    data: dict[str, Any] = {}
+    if isinstance(message, Mapping):
+        role = message.get("role")
+        if role == "user":
+            kind, data = "user", {"text": _text(message)}
+        elif role == "assistant":
+            kind, data = "assistant", {"text": _text(message)}
+            calls = [
+                {"id": str(b.get("id", "")), "name": str(b.get("name", ""))}
+                for b in message.get("content") or []
+                if b.get("type") == "toolCall"
+            ]
+            if calls:
+                data["toolCalls"] = calls
+        elif role == "toolResult":
+            kind = "tool"
+            data = {
+                "toolCallId": str(message.get("toolCallId", "")),
+                "toolName": str(message.get("toolName", "")),
+                "isError": bool(message.get("isError", False)),
+                "text": _text(message),
+            }
+        else:
+            kind = f"message:{role}"
+    parent = entry.get("parentId")
+    return EntryView(str(entry["id"]), stamp or 0, kind, data, parent if isinstance(parent, str) else None)
+
+
+def published_entries(record: SessionRecord, since: str | None) -> list[EntryView]:
+    """Every position of the record in append order (labels and leaf markers are not positions),
+    after ``since`` when it is one of them."""
+    entries = [e for e in record.entries if is_position(e)]
+    if since is not None:
+        index = next((i for i, e in enumerate(entries) if e["id"] == since), None)
+        if index is not None:
+            entries = entries[index + 1 :]
+    return [entry_view(e) for e in entries]
+
+
+def session_usage(record: SessionRecord, context_window: int) -> SessionUsage | None:
+    """The newest answer's numbers on the active path; ``context_tokens`` unknown after a
+    compaction until the next answer."""
+    path = record.path()
+    compacted = False
+    for entry in reversed(path):
+        if entry["type"] == "compaction":
+            compacted = True
+            continue
+        message = entry.get("message") if entry["type"] == "message" else None
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        usage = message.get("usage")
+        if message.get("stopReason") in ("error", "aborted") or not isinstance(usage, Mapping):
+            continue
+        cost = usage.get("cost")
+        if not isinstance(cost, Mapping):
+            cost = {}
+        return SessionUsage(
+            input_tokens=int(usage.get("input") or 0),
+            output_tokens=int(usage.get("output") or 0),
+            cache_read_tokens=int(usage.get("cacheRead") or 0),
+            cache_write_tokens=int(usage.get("cacheWrite") or 0),
+            cost=float(cost.get("total") or 0.0),
+            context_tokens=None if compacted else context_tokens(record.context().messages),
+            context_window=context_window,
+        )
+    return None
+
+
+def listing(summaries: Sequence[SessionSummary]) -> list[SessionListing]:
+    return [
+        SessionListing(
+            session=s.session,
+            created_at=int(s.created * 1000),
+            updated_at=int(s.modified * 1000),
+            message_count=s.message_count,
+            name=s.name,
+            preview=s.preview,
+        )
+        for s in summaries
+    ]
