@@ -37,6 +37,7 @@ from fastagent_cli.assembly import (
     is_long_connection,
 )
 from fastagent_cli.contract import Agent
+from fastagent_cli.control import SessionControl
 from fastagent_cli.errors import ServeError
 from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
 
@@ -58,6 +59,8 @@ class ChannelContext:
     agent: Agent
     state_root: Path
     """The resolved state root, absolute (``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``)."""
+    control: SessionControl | None = None
+    """The session hub (what a chat's stop command aborts the active run through)."""
 
     def __post_init__(self) -> None:
         if not Path(self.state_root).is_absolute():

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastagent_cli.assembly import AgentSurface, open_agent
@@ -26,9 +27,11 @@ from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
+    local_base_url,
     resolve_bind,
     resolve_port,
 )
+from fastagent_cli.serving.control import TUNNEL_WARNING, remove_control_file, write_control_file
 from fastagent_cli.serving.host import Server, serve
 from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
@@ -54,10 +57,7 @@ FORCED_EXIT_S = 1.0
 _HANDLER_GRACE_S = 0.5
 _CONNECTION_STOP_S = 0.5
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-SESSION_CONTROL_TUNNEL_WARNING = (
-    "!!! --tunnel with session_control = true: /control/* is reachable from the public internet "
-    "through the tunnel URL (guarded only by its bearer token)"
-)
+SESSION_CONTROL_TUNNEL_WARNING = TUNNEL_WARNING
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +169,10 @@ async def _serve(
         raise
     tunnel: Tunnel | None = None
     opening: asyncio.Task[str | None] | None = None
+    control_file: Path | None = None
     try:
         _print_startup(service, host, bound, options.tunnel and link is None)
+        control_file = _publish_control(service, host, bound)
         service.start_schedules()
         if options.tunnel and link is None and service.opened.config.session_control:
             log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
@@ -182,6 +184,8 @@ async def _serve(
             opening = asyncio.create_task(tunnel.open())
         await stop.event.wait()
     finally:
+        if control_file is not None and service.control is not None:
+            remove_control_file(control_file, service.control.token)
         await _shutdown(server, service, tunnel, opening)
     if stop.error is not None:
         raise ServeError(stop.error)
@@ -196,6 +200,21 @@ def _print_startup(service: AgentService, host: str | None, port: int, tunnel: b
         log.warning("[fastagent] %s", warning)
     for line in report.serving:
         log.info("[fastagent] %s", line)
+
+
+def _publish_control(service: AgentService, host: str | None, port: int) -> Path | None:
+    """Write ``control.json`` for local clients when this boot minted the plane's token."""
+    access = service.control
+    if access is None or not access.minted:
+        return None
+    url = local_base_url(host, port)
+    try:
+        path = write_control_file(service.opened.state_root, url, access.token)
+    except OSError as exc:
+        log.warning("[fastagent] cannot write control.json: %s (attach needs --url and --token)", exc)
+        return None
+    log.info("[fastagent] control plane on %s%s (token in %s)", url, access.prefix, path)
+    return path
 
 
 def _on_ready(ready: asyncio.Future[None], stop: ShutdownSignal) -> None:

@@ -20,6 +20,9 @@ way to mount a whole agent inside an app. Composition (core design section 7):
   appear), behind the bearer token of ``FASTAGENT_TOKEN`` / ``[http] token`` when one is set;
   ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until every
   long connection is ready;
+* with ``session_control = true`` the session control plane owns ``/control`` (bearer token:
+  ``FASTAGENT_CONTROL_TOKEN``, else minted for this boot; :attr:`AgentService.control`), and
+  ``POST /control/invoke`` drives the agent;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
 * with ``scheduler`` (``dev`` / ``start`` pass
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
@@ -41,6 +44,7 @@ from typing import Protocol
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
 from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
+from fastagent_cli.serving.control import CONTROL_PREFIX, ControlAccess, control_access, create_control_plane
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
@@ -108,6 +112,8 @@ class AgentService:
     armed by :meth:`start_schedules`."""
     token: InvokeToken | None = None
     """The bearer token ``/invoke`` requires, if any."""
+    control: ControlAccess | None = None
+    """The control plane's bearer token and prefix, when ``session_control = true``."""
 
     @property
     def agent_dir(self) -> Path:
@@ -156,8 +162,10 @@ async def create_agent_service(
     auth_path: str | None = None,
     on_channel_closed: CloseCallback | None = None,
     scheduler: SchedulerFactory | None = None,
+    control_token: str | None = None,
 ) -> AgentService:
-    """Open the agent in ``directory``, load its channels, compose the routes, prepare the
+    """Open the agent in ``directory``, load its channels, compose the routes, mount the control
+    plane (``session_control = true``; ``control_token`` overrides the token), prepare the
     scheduler (when ``scheduler`` is given) and start the long connections. Raises the opener's
     errors (ConfigError, ModelError...), ScheduleError for unreadable schedule state and
     ServeError for a fatal channel setup."""
@@ -168,7 +176,9 @@ async def create_agent_service(
         auth_path=auth_path,
         wake_tools=scheduler is not None,
     )
-    return await open_agent_service(opened, on_channel_closed=on_channel_closed, scheduler=scheduler)
+    return await open_agent_service(
+        opened, on_channel_closed=on_channel_closed, scheduler=scheduler, control_token=control_token
+    )
 
 
 async def open_agent_service(
@@ -176,19 +186,25 @@ async def open_agent_service(
     *,
     on_channel_closed: CloseCallback | None = None,
     scheduler: SchedulerFactory | None = None,
+    control_token: str | None = None,
 ) -> AgentService:
     """:func:`create_agent_service` for an agent already opened (the service closes it; open it
     with ``wake_tools=True`` when a scheduler is given)."""
     agent = opened.agent
     try:
         token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
-        ctx = ChannelContext(agent, opened.state_root.resolve())
+        ctx = ChannelContext(agent, opened.state_root.resolve(), opened.control)
         loaded = load_channels(opened.agent_dir, ctx)
         loaded.raise_if_invalid()
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         routes = compose_routes(loaded, agent, connections.is_ready, token)
-        handler = build_router(routes)
+        access: ControlAccess | None = None
+        mounts = {}
+        if opened.config.session_control:
+            access = ControlAccess(control_token, minted=False) if control_token else control_access()
+            mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent)
+        handler = build_router(routes, mounts)
         await connections.start()
     except BaseException:
         await opened.aclose()
@@ -199,5 +215,15 @@ async def open_agent_service(
     if loaded.disabled:
         log.debug("[fastagent] disabled channels: %s", ", ".join(p.name for p in loaded.disabled))
     return AgentService(
-        handler, agent, routes, opened, summary, loaded, connections.ready, connections, schedules, token
+        handler,
+        agent,
+        routes,
+        opened,
+        summary,
+        loaded,
+        connections.ready,
+        connections,
+        schedules,
+        token,
+        access,
     )

@@ -1,4 +1,4 @@
-"""Relay an agent's event stream as Server-Sent Events, and stop the agent when the client leaves.
+"""Relay an event stream as Server-Sent Events, and stop the stream's producer when the client leaves.
 
 Each event is one ``data: <json>\\n\\n`` message; a ``: ping\\n\\n`` comment goes out every
 :data:`PING_INTERVAL_S` so remote consumers can tell a quiet run from a dead connection.
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 
-from fastagent_cli.contract import AgentEvent, closing, event_to_wire
+from fastagent_cli.contract import closing, event_to_wire
 
 __all__ = ["DISCONNECT_POLL_S", "PING_INTERVAL_S", "SSE_HEADERS", "client_gone", "stream_events"]
 
@@ -45,9 +46,12 @@ def client_gone(request: web.BaseRequest) -> bool:
 
 
 class _Reader:
-    def __init__(self, response: web.StreamResponse, events: AsyncIterator[AgentEvent]) -> None:
+    def __init__(
+        self, response: web.StreamResponse, events: AsyncIterator[Any], encode: Callable[[Any], str]
+    ) -> None:
         self.response = response
         self.events = events
+        self.encode = encode
         self.writing = False
 
     async def run(self) -> None:
@@ -55,15 +59,22 @@ class _Reader:
             async for event in events:
                 self.writing = True
                 try:
-                    await self.response.write(f"data: {event_to_wire(event)}\n\n".encode())
+                    await self.response.write(f"data: {self.encode(event)}\n\n".encode())
                 finally:
                     self.writing = False
 
 
-async def stream_events(request: web.BaseRequest, events: AsyncIterator[AgentEvent]) -> web.StreamResponse:
-    """Answer ``request`` with ``events`` as SSE (200). Returns when the stream ends or the client
-    leaves; the agent's stream is closed in every case."""
-    response = web.StreamResponse(status=200, headers=SSE_HEADERS)
+async def stream_events(
+    request: web.BaseRequest,
+    events: AsyncIterator[Any],
+    *,
+    encode: Callable[[Any], str] = event_to_wire,
+    headers: Mapping[str, str] | None = None,
+) -> web.StreamResponse:
+    """Answer ``request`` with ``events`` as SSE (200), each item one ``data:`` line of
+    ``encode(item)`` (an ``AgentEvent``'s JSON by default) and ``headers`` added to the SSE ones.
+    Returns when the stream ends or the client leaves; the stream is closed in every case."""
+    response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
     try:
         await response.prepare(request)
     except BaseException:
@@ -71,7 +82,7 @@ async def stream_events(request: web.BaseRequest, events: AsyncIterator[AgentEve
         if aclose is not None:
             await aclose()
         raise
-    reader = _Reader(response, events)
+    reader = _Reader(response, events, encode)
     task = asyncio.create_task(reader.run())
     # However this handler ends (it may itself be cancelled mid-cleanup when the client leaves), a
     # reader that failed writing to a closed connection is never "Task exception was never

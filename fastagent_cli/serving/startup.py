@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from fastagent_cli.assembly import format_row
 from fastagent_cli.serving.binding import describe_listen, local_base_url
+from fastagent_cli.serving.control import control_exposure_warning
 from fastagent_cli.serving.invoke_auth import TOKEN_ENV, InvokeToken, exposure_warning
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 
@@ -83,12 +84,19 @@ def startup_report(
             report.lines.append(auth_line(service))
     report.warnings += service.opened.diagnostics()
     report.lines.append(_channels_line(service))
-    report.lines.append(_row("routes", ", ".join(service.routes)))
+    routes = list(service.routes)
+    if service.control is not None:
+        routes.append(f"{service.control.prefix}/* (session control)")
+    report.lines.append(_row("routes", ", ".join(routes)))
     if service.channels.long_connections:
         report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
     if service.schedules is not None:
         report.lines.extend(service.schedules.startup_lines())
         report.warnings.extend(service.schedules.warnings)
+    if service.control is not None and not tunnel:  # the tunnel's own warning is louder
+        warning = control_exposure_warning(host)
+        if warning is not None:
+            report.warnings.append(warning)
     report.serving.append(f"http host on {describe_listen(host, port)}")
     if service.channels.builtin_invoke:
         if service.token is not None:

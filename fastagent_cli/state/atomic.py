@@ -2,6 +2,7 @@
 
 * A JSON document is replaced atomically: write a temp file in the same directory, fsync it,
   rename it over the target, fsync the directory.
+* A secret (``write_private_json``) is written 0600 in a 0700 directory.
 * A JSONL record is appended as one whole line with one ``write`` on an ``O_APPEND`` descriptor,
   so a crash leaves at most a torn *last* line, which :func:`read_jsonl` ignores; the next append
   starts on a line of its own instead of gluing a record onto it. An append that fails part way
@@ -34,6 +35,7 @@ __all__ = [
     "parse_jsonl",
     "read_json",
     "read_jsonl",
+    "write_private_json",
 ]
 
 
@@ -167,3 +169,12 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def write_private_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """:func:`atomic_write_json` for a secret: the file 0600 in a directory made 0700 (even one
+    that existed with wider permissions)."""
+    target = Path(path)
+    make_private_dir(target.parent)
+    os.chmod(target.parent, DIR_MODE)
+    atomic_write_json(target, obj, mode=FILE_MODE)

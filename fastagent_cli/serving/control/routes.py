@@ -1,0 +1,197 @@
+"""The ``/control`` routes: the session hub published over HTTP (``docs/control-plane.md``).
+
+===========================================  =================================================
+``GET    /control/capabilities``             what this deployment allows
+``GET    /control/commands``                 the agent's skills (re-read per call)
+``GET    /control/sessions``                 the conversation list (503 sessions_unavailable)
+``PUT    /control/sessions/{id}``            ``{from, at}``: fork into ``{id}`` (idempotent)
+``GET    /control/sessions/{id}``            state
+``PATCH  /control/sessions/{id}``            ``{name?, model?, thinkingLevel?, leafEntryId?}``
+``DELETE /control/sessions/{id}``            irreversible; ends the session's event streams
+``GET    /control/sessions/{id}/entries``    ``?since=<entry id>``
+``GET    /control/sessions/{id}/events``     SSE: ``data: {sessionId, epoch, seq, event}``
+``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
+``POST   /control/invoke``                   the data plane: ``{session, text}``, SSE like /invoke
+===========================================  =================================================
+
+Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
+``{"ok": false, "error": {"code", "message", "retryable"}}``. Bodies are capped at 1 MiB
+(``413 body too large (limit 1 MiB — images count base64-inflated)``); a body that is not JSON is
+``400 invalid JSON``; an empty body reads as ``{}``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+
+from fastagent_cli.contract import Agent
+from fastagent_cli.control import (
+    INVALID_COMMAND,
+    SESSIONS_UNAVAILABLE,
+    ActionResult,
+    SessionControl,
+    SessionEventsClosed,
+    SessionEventStream,
+    SessionsUnavailable,
+    envelope,
+    parse_action,
+    parse_update,
+    rejected,
+    run_action,
+)
+from fastagent_cli.control.wire import MALFORMED
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
+from fastagent_cli.serving.invoke_http import parse_invoke_body
+from fastagent_cli.serving.sse import SSE_HEADERS, stream_events
+
+__all__ = ["BODY_TOO_LARGE", "control_routes"]
+
+BODY_TOO_LARGE = f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images count base64-inflated)\n"
+FORK_USAGE = "expected { from: string, at: string }\n"
+IMAGES_REFUSED = (
+    "images are not supported by /control/invoke (text only); send them with a steer or follow_up action\n"
+)
+
+
+def json_response(value: Any, status: int = 200) -> web.Response:
+    body = json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return web.Response(text=body, status=status, content_type="application/json")
+
+
+async def _read_json(request: web.BaseRequest) -> Any | web.Response:
+    raw = await read_body_capped(request, MAX_BODY_BYTES)
+    if raw is None:
+        refused = text_response(BODY_TOO_LARGE, 413)
+        refused.force_close()
+        return refused
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return text_response("invalid JSON\n", 400)
+
+
+async def _wire_events(stream: SessionEventStream, session: str, epoch: str) -> AsyncIterator[str]:
+    seq = 0
+    async with stream as events:
+        try:
+            async for event in events:
+                yield envelope(session, epoch, seq, event)
+                seq += 1
+        except SessionEventsClosed:
+            return  # deleted or overflowed: the stream ends; the client resyncs from entries()
+
+
+def _identity(line: str) -> str:
+    return line
+
+
+def control_routes(control: SessionControl, agent: Agent | None = None) -> list[PlaneRoute]:
+    """The plane's routes over ``control`` (``POST /control/invoke`` too when ``agent`` is given)."""
+    epoch = str(uuid.uuid4())
+    sessions = control.sessions
+
+    async def capabilities(request: web.BaseRequest, _: str) -> web.StreamResponse:
+        return json_response((await control.capabilities()).to_json())
+
+    async def commands(request: web.BaseRequest, _: str) -> web.StreamResponse:
+        return json_response([c.to_json() for c in await control.commands()])
+
+    async def listing(request: web.BaseRequest, _: str) -> web.StreamResponse:
+        try:
+            found = await sessions.list()
+        except SessionsUnavailable as exc:
+            return json_response(rejected(SESSIONS_UNAVAILABLE, exc.message).to_json(), 503)
+        return json_response([s.to_json() for s in found])
+
+    async def fork(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        body = await _read_json(request)
+        if isinstance(body, web.Response):
+            return body
+        source = body.get("from") if isinstance(body, dict) else None
+        at = body.get("at") if isinstance(body, dict) else None
+        if not isinstance(source, str) or not isinstance(at, str):
+            return text_response(FORK_USAGE, 400)
+        return json_response((await sessions.fork(source, at, session)).to_json())
+
+    async def state(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        return json_response((await sessions.get(session).state()).to_json())
+
+    async def update(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        body = await _read_json(request)
+        if isinstance(body, web.Response):
+            return body
+        patch = parse_update(body)
+        if isinstance(patch, ActionResult):
+            return json_response(patch.to_json())
+        return json_response((await sessions.get(session).update(patch)).to_json())
+
+    async def delete(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        return json_response((await sessions.get(session).delete()).to_json())
+
+    async def entries(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        since = request.query.get("since")
+        return json_response((await sessions.get(session).entries(since)).to_json())
+
+    async def events(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        if request.method == "HEAD":
+            return web.Response(status=200, headers=SSE_HEADERS)
+        stream = sessions.get(session).events()
+        await stream.ready()  # subscribed before the headers go out: nothing after them is missed
+        lines = _wire_events(stream, session, epoch)
+        return await stream_events(request, lines, encode=_identity, headers=CORS_HEADERS)
+
+    async def actions(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        body = await _read_json(request)
+        if isinstance(body, web.Response):
+            return body
+        action = parse_action(body)
+        if action is None:
+            return json_response(rejected(INVALID_COMMAND, MALFORMED).to_json())
+        return json_response((await run_action(sessions.get(session), action)).to_json())
+
+    routes = [
+        PlaneRoute("GET", ("capabilities",), capabilities),
+        PlaneRoute("GET", ("commands",), commands),
+        PlaneRoute("GET", ("sessions",), listing),
+        PlaneRoute("PUT", ("sessions", SESSION), fork),
+        PlaneRoute("GET", ("sessions", SESSION), state),
+        PlaneRoute("PATCH", ("sessions", SESSION), update),
+        PlaneRoute("DELETE", ("sessions", SESSION), delete),
+        PlaneRoute("GET", ("sessions", SESSION, "entries"), entries),
+        PlaneRoute("GET", ("sessions", SESSION, "events"), events),
+        PlaneRoute("POST", ("sessions", SESSION, "actions"), actions),
+    ]
+    if agent is not None:
+        routes.append(PlaneRoute("POST", ("invoke",), _invoke_route(agent)))
+    return routes
+
+
+def _invoke_route(agent: Agent) -> PlaneHandler:
+    async def invoke(request: web.BaseRequest, _: str) -> web.StreamResponse:
+        raw = await read_body_capped(request, MAX_BODY_BYTES)
+        if raw is None:
+            refused = text_response(BODY_TOO_LARGE, 413)
+            refused.force_close()
+            return refused
+        parsed = parse_invoke_body(raw)
+        if isinstance(parsed, str):
+            return text_response(parsed, 400)
+        if _has_images(raw):
+            return text_response(IMAGES_REFUSED, 400)
+        scope, prompt = parsed
+        return await stream_events(request, agent.invoke(scope, prompt), headers=CORS_HEADERS)
+
+    return invoke
+
+
+def _has_images(raw: bytes) -> bool:
+    body = json.loads(raw)
+    return bool(isinstance(body, dict) and body.get("images"))
