@@ -3,9 +3,14 @@ turns rendered with rich.
 
 Keys: Enter sends; Alt+Enter (Esc Enter) or Ctrl+J inserts a newline; pasted text is inserted as
 is (bracketed paste), newlines included; Ctrl+T shows or hides thinking; Ctrl+C interrupts a
-running turn, clears a non-empty prompt, and on an empty prompt arms exit (a second Ctrl+C
-exits); Ctrl+D on an empty prompt exits. The prompt history is kept in ``<state
+running turn (or ``/compact``), clears a non-empty prompt, and on an empty prompt arms exit (a
+second Ctrl+C exits); Ctrl+D on an empty prompt exits. The prompt history is kept in ``<state
 root>/chat_history``.
+
+While an answer streams, typing goes to a composer under it (:mod:`.composer`): Enter steers the
+run with it, Alt+Enter queues it as a follow-up; the run's queue and each prompt it takes in are
+shown as they happen (from the session's live events). A steer that arrives after the answer
+finished is sent as the next prompt; text typed and not sent starts the next prompt.
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input, create_input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 from rich.console import Console
@@ -26,11 +32,13 @@ from rich.text import Text
 
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
+from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
+from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionEventsClosed, SessionEventStream
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.state.atomic import make_private_dir
 
@@ -66,6 +74,10 @@ class ChatApp:
         self.renderer = ChatRenderer(self.console, show_thinking=show_thinking, clock=ctl.clock)
         self.ui = TerminalUI(self.console, self.renderer, self.input, self.output)
         self._exit_armed = False
+        self._draft = ""
+        """Text typed during the last turn and not sent: the next prompt starts with it."""
+        self._next: list[str] = []
+        """Steers that came too late for their run: sent as the next prompts."""
         self.prompts_shown = 0
         """How many times the main prompt was shown (hosts and tests wait on it)."""
         history: History = InMemoryHistory()
@@ -148,12 +160,22 @@ class ChatApp:
     async def _one_line(self) -> bool:
         """Read and handle one prompt; ``False`` when the chat should end."""
         self.prompts_shown += 1
+        if self._next:
+            text = self._next.pop(0)
+            self.console.print(Text(f"› {text}", "bold"))
+            await self.turn(text)
+            return True
         try:
-            text = await self.prompt.prompt_async()
+            text = await self.prompt.prompt_async(default=self._draft)
         except EOFError:
             return False
+        finally:
+            self._draft = ""
         self._exit_armed = False
         if not text.strip():
+            return True
+        if text.split(maxsplit=1)[0] == "/compact":
+            await self._interruptible_command(text.strip())
             return True
         if text.startswith("/") and not text.startswith("//"):
             outcome = await dispatch(self.ctl, self.ui, text.strip())
@@ -187,6 +209,15 @@ class ChatApp:
             )
         )
 
+    async def _interruptible_command(self, line: str) -> None:
+        """A long command (``/compact``) that Ctrl+C stops."""
+        self.console.print(Text("compacting the session… (Ctrl+C aborts)", "dim"))
+        task = asyncio.create_task(dispatch(self.ctl, self.ui, line))
+        with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking):
+            await asyncio.wait({task})
+        if task.cancelled():
+            self.ui.info("compaction aborted; the history is unchanged")
+
     # --- a turn ---------------------------------------------------------------------------------
 
     async def turn(self, text: str) -> None:
@@ -195,24 +226,75 @@ class ChatApp:
         except FastagentError as exc:
             self.ui.error(exc.message)
             return
+        actions: list[asyncio.Task[None]] = []
+
+        def submit(typed: str, kind: ActionKind) -> None:
+            actions.append(asyncio.create_task(self._act(typed, kind)))
+
+        composer = TurnComposer(submit)
+
+        def on_key(press: KeyPress) -> bool:
+            taken = composer.feed(press)
+            self.renderer.composer = composer.text
+            self.renderer.refresh()
+            return taken
+
         self.renderer.begin_turn()
+        self.renderer.composer = ""
+        events = self.ctl.hub_session().events()  # before the run starts: nothing is missed
+        watcher = asyncio.create_task(self._follow(events))
         task = asyncio.create_task(run.run())
         ticker = asyncio.create_task(self._tick())
         try:
-            with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking):
+            with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking, on_key):
                 await asyncio.wait({task})
         finally:
             ticker.cancel()
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})
-            await asyncio.gather(ticker, return_exceptions=True)
+            await asyncio.gather(ticker, *actions, return_exceptions=True)
+            await events.aclose()
+            await asyncio.gather(watcher, return_exceptions=True)
             if task.cancelled():
                 run.mark_interrupted()
             elif (error := task.exception()) is not None:
                 self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
             self.renderer.end_turn()
+            self._draft = composer.take()
         await self.ctl.end_turn(run)
+
+    async def _act(self, text: str, kind: ActionKind) -> None:
+        """Send a steer / follow-up typed during the turn; too late for this run: the next prompt."""
+        try:
+            result = await (self.ctl.steer(text) if kind == "steer" else self.ctl.follow_up(text))
+        except FastagentError as exc:
+            self.renderer.note(f"✗ {exc.message}", "red")
+            return
+        if result.ok or result.error is None:
+            return
+        if result.error.code in (NO_ACTIVE_RUN, RUN_COMMAND_FAILED):
+            self._next.append(text)
+            self.renderer.note("↳ the answer finished first: sending it as the next prompt")
+        else:
+            self.renderer.note(f"✗ {result.error.message}", "red")
+
+    async def _follow(self, events: SessionEventStream) -> None:
+        """Show the run's queue, and each steer or follow-up where the run takes it in."""
+        opening = True
+        try:
+            async for event in events:
+                if event.type == "queue_changed":
+                    data = event.data
+                    self.renderer.pending = (tuple(data.get("steering", ())), tuple(data.get("followUp", ())))
+                elif event.type == "user_message":
+                    if not opening:
+                        self.renderer.user_prompt(str(event.data.get("text", "")))
+                    opening = False
+                elif event.type == "run_settled":
+                    self.renderer.pending = ((), ())
+        except SessionEventsClosed:
+            pass
 
     async def _tick(self) -> None:
         while True:
@@ -225,5 +307,5 @@ class ChatApp:
         self.renderer.refresh()
 
 
-def _cancel(task: asyncio.Task[None]) -> None:
+def _cancel(task: asyncio.Task[Any]) -> None:
     task.cancel()

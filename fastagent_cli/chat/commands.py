@@ -22,12 +22,12 @@ from fastagent_cli.errors import FastagentError, UsageError, one_line
 __all__ = ["COMMANDS", "KEYS_HELP", "ChatUI", "CommandOutcome", "dispatch"]
 
 KEYS_HELP = [
-    ("Enter", "send"),
-    ("Alt+Enter, Esc Enter or Ctrl+J", "insert a newline"),
+    ("Enter", "send; while an answer streams, steer it with what you typed"),
+    ("Alt+Enter, Esc Enter or Ctrl+J", "insert a newline; while an answer streams, queue a follow-up"),
     ("Tab", "complete a /command or its argument"),
     ("Up / Down", "history (kept in <state root>/chat_history)"),
     ("Ctrl+T", "show or hide thinking (also during a turn)"),
-    ("Ctrl+C", "interrupt the running turn; clear the prompt; twice on an empty prompt exits"),
+    ("Ctrl+C", "interrupt the running turn or /compact; clear the prompt; twice on an empty prompt exits"),
     ("Ctrl+D", "exit"),
 ]
 
@@ -164,6 +164,10 @@ async def _session(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     ui.rows("Session", rows)
 
 
+async def _compact(ctl: ChatController, ui: ChatUI, arg: str) -> None:
+    ui.info(await ctl.compact(arg.strip() or None))
+
+
 async def _copy(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome | None:
     if not ctl.last_answer:
         ui.info("nothing to copy yet (no answer in this chat)")
@@ -196,6 +200,7 @@ COMMANDS: dict[str, Command] = {
         Command("tools", "", "list the agent's tools", _tools),
         Command("skills", "", "list the agent's skills", _skills),
         Command("session", "", "session id, file and entry count", _session),
+        Command("compact", "[instructions]", "summarise older history to free the context", _compact),
         Command("expand", "[n]", "show the output of the last (or #n) tool call", _expand),
         Command("copy", "", "copy the last answer to the clipboard", _copy),
         Command("exit", "", "leave the chat (also /quit, Ctrl+D)", _exit),

@@ -5,6 +5,10 @@ opened agent's session port: the model and thinking level a chat shows are the s
 (``model_change`` / ``thinking_level_change`` entries, which the engine applies to later turns),
 resolved the way the engine runs them; ``/model`` and ``/thinking`` write them under the session's
 lease. Reading for display never repairs or writes a record; only a leased writer does.
+
+While a turn runs, :meth:`ChatController.steer` and :meth:`ChatController.follow_up` reach it
+through the opened agent's session hub; :meth:`ChatController.compact` compacts the session and
+waits for the outcome.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
-from fastagent_cli.errors import SessionError, UsageError
+from fastagent_cli.control import ActionResult, Session
+from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
 
 __all__ = ["ChatController", "SessionInfo", "new_session_id"]
@@ -147,6 +152,44 @@ class ChatController:
         await self._write_pending()
         self.settings = await self.sessions.update(self.session, thinking=level, create=True)
         return f"thinking {self.settings.requested_thinking} for session {self.session}"
+
+    # --- runs -----------------------------------------------------------------------------------
+
+    def hub_session(self) -> Session:
+        """The current session on the session hub (its live events, its run actions)."""
+        return self.opened.control.sessions.get(self.session)
+
+    async def steer(self, text: str) -> ActionResult:
+        return await self.hub_session().steer(Prompt(text))
+
+    async def follow_up(self, text: str) -> ActionResult:
+        return await self.hub_session().follow_up(Prompt(text))
+
+    async def compact(self, instructions: str | None = None) -> str:
+        """Compact the session and wait for it (cancelling aborts it); the line to show."""
+        session = self.hub_session()
+        async with session.events() as events:
+            started = await self.sessions.compact(self.session, instructions)
+            if not started.ok:
+                assert started.error is not None
+                raise UsageError(started.error.message)
+            outcome: Mapping[str, Any] | None = None
+            try:
+                async for event in events:
+                    if event.type == "compaction_finished":
+                        outcome = event.data
+                        break
+            except BaseException:  # Ctrl+C (cancelled), or the stream ended under us
+                await session.abort()
+                raise
+        if outcome is None:
+            raise SessionError("the session's events ended during the compaction")
+        if "error" in outcome:
+            raise FastagentError(str(outcome["error"]))
+        if outcome.get("aborted"):
+            return "compaction aborted; the history is unchanged"
+        summary = str(outcome.get("summary", ""))
+        return f"compacted session {self.session}: older history is now a {len(summary)}-character summary"
 
     # --- turns ----------------------------------------------------------------------------------
 

@@ -26,11 +26,13 @@ from rich.text import Text
 from fastagent_cli.chat.blocks import BlockSplitter
 from fastagent_cli.chat.tool_lines import MARKS, ToolRecord, content_text, format_duration
 from fastagent_cli.contract import Completed, Failed, Retrying
+from fastagent_cli.errors import one_line
 
 __all__ = ["ChatRenderer"]
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _TAIL_LINES = 6
+_PENDING_SHOWN = 3
 Kind = Literal["none", "block", "tool", "note"]
 
 
@@ -59,10 +61,15 @@ class ChatRenderer:
         self._open: Literal["", "text", "thinking"] = ""
         self._queued: list[str] = []
         """Finished answer blocks not printed yet (printed together at the next refresh)."""
+        self.composer: str | None = None
+        """What the user types during the turn (``None``: no composer, e.g. not a terminal)."""
+        self.pending: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        """The run's queued steering and follow-up prompts."""
 
     # --- turn lifecycle -------------------------------------------------------------------------
 
     def begin_turn(self) -> None:
+        self.pending = ((), ())
         self._answer = BlockSplitter()
         self._thinking = BlockSplitter()
         self._thinking_chars = 0
@@ -83,6 +90,7 @@ class ChatRenderer:
 
     def end_turn(self) -> None:
         self._flush_open()
+        self.composer = None
         if self._live is not None:
             self._live.stop()
             self._live = None
@@ -134,6 +142,15 @@ class ChatRenderer:
         self._flush_open()
         suffix = " (retryable)" if event.retryable else ""
         self._print(Text(f"✗ failed: {event.details}{suffix}", "bold red"), "note")
+
+    def user_prompt(self, text: str) -> None:
+        """A steer or follow-up the run took in: shown where it joined the conversation."""
+        self._flush_open()
+        self._print(Text(f"› {text}", "bold"), "note")
+
+    def note(self, text: str, style: str = "cyan") -> None:
+        self._flush_open()
+        self._print(Text(text, style), "note")
 
     def interrupted(self, stopped: list[ToolRecord]) -> None:
         self._flush_open()
@@ -230,8 +247,17 @@ class ChatRenderer:
                 parts.append(Text(f"thinking… ({self._thinking_chars} chars hidden, Ctrl+T shows)", "dim"))
         for record in self._running:
             parts.append(self._tool_line(record, spin))
+        steering, follow_ups = self.pending
+        for label, texts in (("steering", steering), ("follow-up", follow_ups)):
+            for text in texts[:_PENDING_SHOWN]:
+                parts.append(Text(f"  ↳ {label}: {one_line(text, width - 20)}", "dim"))
         elapsed = format_duration(now - self._started)
         parts.append(Text(f"{spin} {elapsed} · Ctrl+C interrupts", "dim"))
+        if self.composer is not None:
+            if self.composer:
+                parts.append(Text.assemble(("› ", "bold #5fafff"), self.composer, ("▏", "dim")))
+            else:
+                parts.append(Text("› type to steer · Enter steers · Alt+Enter queues a follow-up", "dim"))
         return Group(*parts)
 
 

@@ -1,9 +1,11 @@
-"""Keys while a turn runs: Ctrl+C interrupts, Ctrl+T toggles thinking, the rest is type-ahead.
+"""Keys while a turn runs: Ctrl+C interrupts, Ctrl+T toggles thinking, the rest goes to a handler.
 
 Between prompts nothing would read the terminal, so Ctrl+C would be a signal and typed text would
 echo into the streaming answer. Instead the prompt's own input is put in raw mode and read here:
-Ctrl+C and Ctrl+T act at once, every other key is stored as prompt-toolkit type-ahead, so what
-the user types during a turn (even Enter) lands in the next prompt.
+Ctrl+C and Ctrl+T act at once, and every other key goes to ``on_key`` (the chat's
+:class:`~fastagent_cli.chat.composer.TurnComposer`: typing while an answer streams steers it).
+Keys the handler does not take (it answers ``False``), or all keys without a handler, are stored
+as prompt-toolkit type-ahead for the next prompt (a Ctrl+D typed during a turn exits after it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ _DROP = {Keys.CPRResponse, Keys.Vt100MouseEvent, Keys.WindowsMouseEvent, Keys.Ig
 
 @contextmanager
 def watch_turn_keys(
-    inp: Input, on_interrupt: Callable[[], None], on_toggle_thinking: Callable[[], None]
+    inp: Input,
+    on_interrupt: Callable[[], None],
+    on_toggle_thinking: Callable[[], None],
+    on_key: Callable[[KeyPress], bool] | None = None,
 ) -> Iterator[None]:
     def handle(keys: list[KeyPress]) -> None:
         keep: list[KeyPress] = []
@@ -32,7 +37,9 @@ def watch_turn_keys(
                 on_interrupt()
             elif press.key == Keys.ControlT:
                 on_toggle_thinking()
-            elif press.key not in _DROP:
+            elif press.key in _DROP:
+                continue
+            elif on_key is None or not on_key(press):
                 keep.append(press)
         if keep:
             store_typeahead(inp, keep)

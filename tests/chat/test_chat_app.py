@@ -12,7 +12,7 @@ from prompt_toolkit.input import create_pipe_input
 from fastagent_cli.chat.status import status_text
 from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
 from fastagent_cli.sessions.store import FileSessionStore
-from tests.chat.harness import ChatHarness, ToolProbe, session_lines
+from tests.chat.harness import ChatHarness, session_lines
 
 
 def _messages(path: Path) -> list[dict[str, object]]:
@@ -181,25 +181,6 @@ async def test_ctrl_d_exits_and_ctrl_c_clears_typed_text(chat: ChatHarness) -> N
     assert chat.task is not None and not chat.task.done()
     chat.send("\x04")
     assert await chat.finish() == 0
-
-
-async def test_typing_during_a_turn_becomes_the_next_prompt(agent_dir: Path) -> None:
-    with create_pipe_input() as inp:
-        chat = ChatHarness(agent_dir, inp, probe=ToolProbe(weather_delay=0.5))
-        await chat.start()
-        try:
-            before = chat.app.prompts_shown
-            chat.send("weather now\r")
-            await asyncio.wait_for(chat.probe.weather_started.wait(), 20)
-            chat.send("typed ahead\r")
-            await chat.wait(lambda: chat.app.prompts_shown >= before + 2, "the type-ahead turn")
-            await chat.wait_text("Hello from the script.")
-            path = chat.ctl.session_path
-            assert path is not None
-            users = [m["content"][0]["text"] for m in _messages(path) if m["role"] == "user"]  # type: ignore[index]
-            assert users == ["weather now", "typed ahead"]
-        finally:
-            await chat.close()
 
 
 async def test_resuming_at_start_shows_the_session(agent_dir: Path) -> None:
