@@ -13,6 +13,7 @@ from fastagent_cli._version import __version__
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent, create_agent, inspect_agent_dir, open_agent_dir
+    from fastagent_cli.assembly.control import session_control
     from fastagent_cli.contract import (
         ABORTED_CODE,
         SESSION_BUSY_CODE,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         event_from_json,
         event_to_json,
     )
+    from fastagent_cli.control import SessionControl, SessionEvent, SessionUpdate
     from fastagent_cli.engine.agent import EngineAgent
     from fastagent_cli.engine.retry import RetryPolicy
     from fastagent_cli.errors import FastagentError
@@ -64,6 +66,9 @@ __all__ = [
     "Scope",
     "ScriptedModel",
     "ScriptedRequest",
+    "SessionControl",
+    "SessionEvent",
+    "SessionUpdate",
     "Text",
     "Thinking",
     "Tool",
@@ -83,6 +88,7 @@ __all__ = [
     "open_agent_dir",
     "read_body_capped",
     "serve",
+    "session_control",
     "tool",
 ]
 
@@ -96,6 +102,10 @@ _HOME: dict[str, str] = {
     "FastagentError": "errors",
     "ScriptedModel": "models.scripted",
     "ScriptedRequest": "models.scripted",
+    "SessionControl": "control",
+    "SessionEvent": "control",
+    "SessionUpdate": "control",
+    "session_control": "assembly.control",
     "create_agent_service": "serving",
     "create_invoke_handler": "serving",
     "read_body_capped": "serving",

@@ -29,6 +29,9 @@ PUBLIC = [
     "Scope",
     "ScriptedModel",
     "ScriptedRequest",
+    "SessionControl",
+    "SessionEvent",
+    "SessionUpdate",
     "Text",
     "Thinking",
     "Tool",
@@ -48,6 +51,7 @@ PUBLIC = [
     "open_agent_dir",
     "read_body_capped",
     "serve",
+    "session_control",
     "tool",
 ]
 
