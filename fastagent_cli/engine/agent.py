@@ -299,7 +299,11 @@ class EngineAgent:
         return await start_compaction(self, session, instructions)
 
     async def aclose(self) -> None:
-        """End the watchers, close the model clients and, when it has ``aclose``, the tool source."""
+        """Stop manual compactions, end the watchers, close the model clients and, when it has
+        ``aclose``, the tool source."""
+        stopping = self.runs.stop_compactions()
+        if stopping:
+            await asyncio.wait(stopping, timeout=_CANCEL_GRACE_S)
         self.hub.close()
         try:
             await self.config.models.aclose()

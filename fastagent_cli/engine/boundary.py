@@ -125,7 +125,7 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
         bound = await agent.bind_model(record)
         target = SummaryModel(bound.client, bound.model, bound.api_key, agent.retry, session)
         task = asyncio.create_task(_compact(agent, session, record, plan, target, instructions, release))
-        agent.runs.compacting(session, task.cancel)
+        agent.runs.compacting(session, task)
         agent.hub.publish(session, SessionEvent("compaction_started", {"reason": "manual"}))
         handed_off = True
         return accepted()

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from fastagent_cli.contract import Prompt
@@ -102,7 +103,7 @@ class _Run:
             try:
                 assistant = await request_model(self.setup, self.request(exhausted), self.emit)
             except TurnFailure as exc:
-                if not exc.overflow:
+                if not exc.overflow or not self.setup.compaction.enabled:
                     raise
                 if self.overflow_recovered:
                     raise TurnFailure(f"{OVERFLOW_RECOVERY_FAILED} {exc.message}", exc.retryable) from exc
@@ -147,6 +148,9 @@ class _Run:
         )
         try:
             result = await compact(setup.record, plan, target, setup.compaction, on_retry=on_retry)
+        except asyncio.CancelledError:  # the run was aborted: every start has its finish
+            self.emit(run.event("compaction_finished", aborted=True))
+            raise
         except CompactionFailed as exc:
             self.emit(run.event("compaction_finished", error=str(exc)))
             return False

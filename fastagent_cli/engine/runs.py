@@ -102,17 +102,12 @@ class Run:
         return None
 
 
-@dataclass(slots=True)
-class _Compaction:
-    abort: Callable[[], object]
-
-
 class RunRegistry:
     """The runs and manual compactions of one engine, by session."""
 
     def __init__(self) -> None:
         self._runs: dict[str, Run] = {}
-        self._compactions: dict[str, _Compaction] = {}
+        self._compactions: dict[str, asyncio.Task[None]] = {}
 
     def begin(self, session: str, publish: Publish) -> Run:
         run = Run(session, publish)
@@ -132,11 +127,19 @@ class RunRegistry:
             return "running"
         return "compacting" if session in self._compactions else "idle"
 
-    def compacting(self, session: str, abort: Callable[[], object]) -> None:
-        self._compactions[session] = _Compaction(abort)
+    def compacting(self, session: str, task: asyncio.Task[None]) -> None:
+        """``task`` compacts ``session``; an abort cancels it."""
+        self._compactions[session] = task
 
     def compacted(self, session: str) -> None:
         self._compactions.pop(session, None)
+
+    def stop_compactions(self) -> list[asyncio.Task[None]]:
+        """Abort every manual compaction (the engine is closing); the tasks to wait for."""
+        tasks = list(self._compactions.values())
+        for task in tasks:
+            task.cancel()
+        return tasks
 
     # --- actions --------------------------------------------------------------------------------
 
@@ -152,7 +155,7 @@ class RunRegistry:
             return run.abort()
         compaction = self._compactions.get(session)
         if compaction is not None:
-            compaction.abort()
+            compaction.cancel()
             return accepted()  # the outcome arrives as compaction_finished{aborted: true}
         return _no_run("abort")
 

@@ -313,3 +313,31 @@ async def test_a_caller_that_leaves_stops_the_run_and_frees_the_session(tmp_path
     release = agent.config.sessions.try_lease("l")
     assert release is not None
     release()
+
+
+async def test_abort_during_an_automatic_compaction_inside_a_run(tmp_path: Path) -> None:
+    summarising = asyncio.Event()
+
+    async def respond(request: ScriptedRequest) -> Any:
+        if request.system.startswith("You are a context summarization assistant"):
+            summarising.set()
+            await asyncio.sleep(60)
+        big = request.last_user_text.startswith("big")
+        return {"text": "ok", "usage": {"input": 120_000 if big else 10}}
+
+    agent = agent_with(respond, tmp_path)
+    agent.config.compaction = CompactionSettings(keep_recent_tokens=10)
+    for text in ("one " + "." * 100, "two " + "." * 100):
+        await drain(agent.invoke("ac", text))
+    subscription = agent.hub.subscribe("ac")
+    running = asyncio.create_task(drain(agent.invoke("ac", "big " + "." * 100)))
+    await asyncio.wait_for(summarising.wait(), 10)
+    state = await session_control(agent).sessions.get("ac").state()
+    assert state.status == "running"  # an automatic compaction belongs to the run
+    assert (await session_control(agent).sessions.get("ac").abort()).ok
+    events = await asyncio.wait_for(running, 10)
+    assert isinstance(events[-1], Failed) and events[-1].code == ABORTED_CODE
+    seen = [await subscription.__anext__() for _ in range(subscription.pending)]
+    types = [e.type for e in seen]
+    assert types[-3:] == ["compaction_started", "compaction_finished", "run_settled"]
+    assert seen[-2].data == {"aborted": True} and seen[-1].data["status"] == "aborted"

@@ -96,7 +96,8 @@ def is_context_overflow(message: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
     enabled: bool = True
-    """Compact by itself (threshold and overflow); manual compaction works either way."""
+    """Compact by itself (on the threshold, and once on an overflow error); manual compaction
+    works either way."""
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
 
