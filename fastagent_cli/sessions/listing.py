@@ -33,7 +33,7 @@ from typing import Any
 from fastagent_cli.errors import SessionError, one_line
 from fastagent_cli.messages import message_text
 from fastagent_cli.sessions.encoding import decode_session_id
-from fastagent_cli.state.atomic import read_json
+from fastagent_cli.state.atomic import FILE_MODE, read_json
 
 __all__ = ["NO_PROMPT", "SessionIndex", "SessionSummary", "list_sessions", "parse_iso_ms", "summarize"]
 
@@ -221,7 +221,9 @@ class SessionIndex:
         target = self.directory / INDEX_FILE
         tmp = target.with_name(f"{INDEX_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with open(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(doc, separators=(",", ":")))
             os.replace(tmp, target)
         except OSError:  # a read-only directory only costs speed
             with contextlib.suppress(OSError):
