@@ -26,7 +26,7 @@ compaction_finished     yes/no    ``{summary}`` | ``{error}`` | ``{aborted: true
 state_changed           no        ``{name?, model, thinkingLevel, leafEntryId?}``
 run_settled             yes       ``{status: "completed"|"failed"|"aborted", error?: {code?,
                                   message, retryable}}``
-serving_error           no        ``{message}`` (the transport failed outside a run)
+serving_error           no        ``{message}`` (the server failed outside a run's outcome)
 ======================  ========  =========================================================
 
 Automatic compaction happens inside a run (``runId`` set, the session reads ``running``);

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,12 +127,13 @@ class _Settled:
 _ABORTED = _Settled(Failed(ABORTED_DETAILS, False, ABORTED_CODE), "aborted")
 
 
-def _settlement(work: asyncio.Task[_Settled]) -> _Settled:
+def _settlement(work: asyncio.Task[_Settled], publish: Callable[[SessionEvent], None]) -> _Settled:
     if work.cancelled():
         return _ABORTED  # cancelled only by an abort (a caller that left reads nothing more)
     error = work.exception()
     if error is not None:  # a BaseException the run did not turn into a settlement
         log.error("[agent] a run crashed: %s: %s", type(error).__name__, error)
+        publish(SessionEvent("serving_error", {"message": "the run crashed outside its outcome"}))
         return _Settled(Failed("internal error", False, INTERNAL_ERROR), "failed")
     return work.result()
 
@@ -167,7 +169,8 @@ class EngineAgent:
         emit(run.event("run_started"))
         work = asyncio.create_task(self._work(run, bound, as_prompt(prompt), emit))
         run.work = work
-        work.add_done_callback(lambda task: queue.put_nowait(_settlement(task)))
+        watchers = functools.partial(self.hub.publish, session)
+        work.add_done_callback(lambda task: queue.put_nowait(_settlement(task, watchers)))
         settled: _Settled | None = None
         try:
             while True:

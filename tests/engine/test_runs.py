@@ -341,3 +341,28 @@ async def test_abort_during_an_automatic_compaction_inside_a_run(tmp_path: Path)
     types = [e.type for e in seen]
     assert types[-3:] == ["compaction_started", "compaction_finished", "run_settled"]
     assert seen[-2].data == {"aborted": True} and seen[-1].data["status"] == "aborted"
+
+
+class _Escape(BaseException):
+    """Not an Exception: nothing in the run catches it."""
+
+
+async def test_a_run_that_crashes_outside_its_outcome_reports_a_serving_error(tmp_path: Path) -> None:
+    @tool
+    async def escape() -> str:
+        """Escape every handler."""
+        raise _Escape("boom")
+
+    agent = agent_with(
+        lambda r: {"toolCalls": [{"name": "escape"}]} if r.round == 0 else "x", tmp_path, [escape]
+    )
+    subscription = agent.hub.subscribe("x")
+    events = await drain(agent.invoke("x", "go"))
+    assert isinstance(events[-1], Failed) and (events[-1].code, events[-1].details) == (
+        "internal_error",
+        "internal error",
+    )
+    seen = [await subscription.__anext__() for _ in range(subscription.pending)]
+    assert [e.type for e in seen][-2:] == ["serving_error", "run_settled"]
+    assert seen[-1].data["status"] == "failed"
+    assert agent.runs.active("x") is None
