@@ -11,9 +11,11 @@ Reading a file is a byte scan, not a JSON parse of every line: entry lines start
 that prefix, and only the lines that matter (the header, ``session_info``, the first user message)
 are parsed. A chunk with a line in another key order is parsed line by line instead.
 
-The index is kept in ``<sessions dir>/.index.json`` too (written atomically when it changed), so a
-restarted process starts warm: an entry is trusted only for a file with the same device, inode
-and modification time, and read on from its offset like any other.
+The index is kept in ``<sessions dir>/.index.json`` too, so a restarted process starts warm: an
+entry is trusted only for a file with the same device and inode, and read on from its offset like
+any other. It is rewritten at once when a file was scanned from the start (or went away), and at
+most every :data:`SAVE_INTERVAL_S` for appends, which a restart reads again from the kept offsets
+anyway.
 
 It is blocking file IO: run it in a worker thread (:func:`asyncio.to_thread`) from the event loop.
 """
@@ -25,6 +27,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +47,7 @@ _MESSAGE = b'\n{"type":"message",'
 _SESSION_INFO = b'\n{"type":"session_info",'
 _USER_ROLE = b'"role":"user"'
 INDEX_FILE = ".index.json"
+SAVE_INTERVAL_S = 30.0
 _INDEX_VERSION = 1
 
 
@@ -199,9 +203,15 @@ class SessionIndex:
         self.directory = directory
         self.persist = persist
         self._scans: dict[str, _Scan] = {}
+        self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
+        """The last summary of each file and the (inode, size, mtime) it was made for."""
         self._lock = threading.Lock()
         self._loaded = not persist
-        self._dirty = False
+        self._rescanned = False
+        """A file was scanned from its start, or went away: worth saving now."""
+        self._grew = False
+        """Only appends were read: saved at most every SAVE_INTERVAL_S."""
+        self._saved_at = 0.0
 
     def _load(self) -> None:
         self._loaded = True
@@ -216,7 +226,8 @@ class SessionIndex:
 
     def _save(self) -> None:
         """Replace the kept index (no fsync: it is a cache, and a lost or torn one is ignored)."""
-        self._dirty = False
+        self._rescanned = self._grew = False
+        self._saved_at = time.monotonic()
         doc = {"version": _INDEX_VERSION, "files": {name: asdict(s) for name, s in self._scans.items()}}
         target = self.directory / INDEX_FILE
         tmp = target.with_name(f"{INDEX_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -244,7 +255,8 @@ class SessionIndex:
                 raise SessionError(
                     f"cannot list sessions in {self.directory}: {exc.strerror or exc}"
                 ) from exc
-            if self._dirty and self.persist:
+            due = self._grew and time.monotonic() - self._saved_at >= SAVE_INTERVAL_S
+            if self.persist and (self._rescanned or due):
                 self._save()
         found.sort(key=lambda s: s.modified, reverse=True)
         return found if limit is None else found[:limit]
@@ -252,6 +264,7 @@ class SessionIndex:
     def forget(self, path: Path) -> None:
         with self._lock:
             self._scans.pop(path.name, None)
+            self._summaries.pop(path.name, None)
 
     def _refresh(self) -> builtins.list[SessionSummary]:
         found: builtins.list[SessionSummary] = []
@@ -275,21 +288,27 @@ class SessionIndex:
                 ):
                     scan = _Scan(st.st_dev, st.st_ino, st.st_mtime_ns)
                     self._scans[name] = scan
-                    self._dirty = True
+                    self._rescanned = True
                 if st.st_size > scan.offset:
                     try:
                         self._read(scan, Path(dirent.path))
                     except FileNotFoundError:
                         continue
-                    self._dirty = True
+                    self._grew = True
                 if scan.mtime_ns != st.st_mtime_ns:
                     scan.mtime_ns = st.st_mtime_ns
-                    self._dirty = True
+                    self._grew = True
                 if scan.valid and scan.session is not None:
-                    found.append(scan.summary(Path(dirent.path), st.st_mtime))
+                    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                    made = self._summaries.get(name)
+                    if made is None or made[0] != stamp:
+                        made = (stamp, scan.summary(Path(dirent.path), st.st_mtime))
+                        self._summaries[name] = made
+                    found.append(made[1])
         for gone in set(self._scans) - seen:
             del self._scans[gone]
-            self._dirty = True
+            self._summaries.pop(gone, None)
+            self._rescanned = True
         return found
 
     def _read(self, scan: _Scan, path: Path) -> None:
