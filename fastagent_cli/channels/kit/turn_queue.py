@@ -1,0 +1,93 @@
+"""Per-session FIFO turn queue (feature K4): one turn at a time per session, sessions concurrent.
+
+In memory only: durability is the turn store's job, layered on top by the channel. A second turn
+for a busy session waits for the first instead of colliding on the session lease, and
+``on_queued_behind`` is called at once so the channel can tell the asker ("⏳ Queued ...").
+Every accepted turn counts as in-flight work (:mod:`~fastagent_cli.channels.kit.work`) from
+acceptance until it settles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from fastagent_cli.channels.kit.work import begin_work
+
+__all__ = ["TurnQueue"]
+
+log = logging.getLogger("fastagent.channel")
+
+T = TypeVar("T")
+
+
+class TurnQueue(Generic[T]):
+    def __init__(
+        self,
+        run: Callable[[T], Awaitable[None]],
+        *,
+        label: str,
+        session_of: Callable[[T], str],
+        on_queued_behind: Callable[[T], None] | None = None,
+    ) -> None:
+        self._run = run
+        self._label = label
+        self._session_of = session_of
+        self._on_queued_behind = on_queued_behind
+        self._tails: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def accept(self, item: T) -> None:
+        """Schedule ``item`` after the session's previous turn."""
+        session = self._session_of(item)
+        previous = self._tails.get(session)
+        if previous is not None and self._on_queued_behind is not None:
+            try:
+                self._on_queued_behind(item)
+            except Exception:
+                log.exception("%s the queued-behind hook failed (session=%s)", self._label, session)
+        task = asyncio.create_task(self._after(previous, item, begin_work()))
+        self._tails[session] = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._drop_tail(session, done))
+
+    async def _after(self, previous: asyncio.Task[None] | None, item: T, finish: Callable[[], None]) -> None:
+        try:
+            if previous is not None:
+                await asyncio.wait({previous})
+            await self._run(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s a turn runner raised (session=%s)", self._label, self._session_of(item))
+        finally:
+            finish()
+
+    def _drop_tail(self, session: str, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._tails.get(session) is task:
+            del self._tails[session]
+
+    def busy(self, session: str) -> bool:
+        return session in self._tails
+
+    @property
+    def sessions(self) -> list[str]:
+        return list(self._tails)
+
+    async def idle(self) -> None:
+        """Wait until every queued turn has settled (tests, observability; never a drain)."""
+        while self._tails:
+            await asyncio.wait(set(self._tails.values()))
+
+    async def aclose(self) -> None:
+        """Cancel every queued and running turn."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task

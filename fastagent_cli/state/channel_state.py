@@ -1,0 +1,188 @@
+"""The storage interface behind chat-channel state, and its file implementation.
+
+A channel keeps a few small named documents (``turns``, ``seen``, ``buffers``, ...). Each is a
+*snapshot* plus a *journal* of entries appended since that snapshot, so the hot path (persisting a
+turn intent before a webhook is acknowledged) costs one durable append instead of rewriting the
+whole document. :class:`ChannelStateStore` is the whole contract; a shared backend (PostgreSQL, one
+row per document and one per journal entry) replaces :class:`FileChannelState` without the channels
+noticing.
+
+The file layout under ``<state root>/channels/<kind>/``::
+
+    turns.json     {"generation": 3, "data": ...}        atomic: temp file + fsync + rename
+    turns.jsonl    {"g": 3, "e": ...}  one entry a line   whole-line appends + fsync
+
+:meth:`~ChannelStateStore.replace` writes a new snapshot with the next generation and then empties
+the journal; a crash between the two leaves journal lines of the old generation, which a load
+ignores (their effect is in the snapshot). A journal line cut short by a crash is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from fastagent_cli.state.atomic import append_jsonl, atomic_write_json, parse_jsonl
+
+__all__ = [
+    "CHANNELS_STATE_DIR",
+    "ChannelStateStore",
+    "FileChannelState",
+    "LoadedDocument",
+    "channel_home",
+]
+
+CHANNELS_STATE_DIR = "channels"
+
+
+def channel_home(state_root: Path, kind: str) -> Path:
+    """``<state root>/channels/<kind>``: where one channel kind keeps its state."""
+    return Path(state_root) / CHANNELS_STATE_DIR / kind
+
+
+@dataclass(slots=True)
+class LoadedDocument:
+    """What :meth:`ChannelStateStore.load` found for one document."""
+
+    snapshot: Any = None
+    """The last snapshot's data; ``None`` when there is none (or it was unreadable as JSON)."""
+    journal: list[Any] = field(default_factory=list)
+    """Entries appended since that snapshot, in order."""
+    problems: list[str] = field(default_factory=list)
+    """What was wrong with the stored form (a corrupt file...): the caller warns and starts empty."""
+
+
+class ChannelStateStore(Protocol):
+    """Named documents of one channel kind: a snapshot plus the entries journaled since."""
+
+    def describe(self, name: str) -> str:
+        """Where ``name`` lives, for messages (a path, a table row...)."""
+        ...
+
+    async def load(self, name: str) -> LoadedDocument:
+        """The document as stored. A corrupt snapshot or journal is a problem in the result, never a
+        raise; an unreadable one (permissions, IO) raises :class:`OSError`."""
+        ...
+
+    async def append(self, name: str, entries: Sequence[Any]) -> None:
+        """Durably add ``entries`` to the document's journal (all or none). Raises :class:`OSError`."""
+        ...
+
+    async def replace(self, name: str, snapshot: Any) -> None:
+        """Make ``snapshot`` the document and empty its journal. Raises :class:`OSError`."""
+        ...
+
+
+class FileChannelState:
+    """:class:`ChannelStateStore` on files in one directory (single process: see the module doc).
+
+    Writes run in a worker thread, one at a time per document, so the event loop never waits on a
+    disk flush.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self._generations: dict[str, int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def describe(self, name: str) -> str:
+        return str(self._snapshot_path(name))
+
+    def _snapshot_path(self, name: str) -> Path:
+        return self.home / f"{name}.json"
+
+    def _journal_path(self, name: str) -> Path:
+        return self.home / f"{name}.jsonl"
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(name, asyncio.Lock())
+
+    async def load(self, name: str) -> LoadedDocument:
+        async with self._lock(name):
+            loaded, generation = await asyncio.to_thread(self._load, name)
+            self._generations[name] = generation
+            return loaded
+
+    def _load(self, name: str) -> tuple[LoadedDocument, int]:
+        loaded = LoadedDocument()
+        generation = 0
+        path = self._snapshot_path(name)
+        raw = _read_bytes(path)
+        if raw is not None:
+            try:
+                doc = json.loads(raw)
+            except ValueError as exc:
+                loaded.problems.append(f"{path} is not valid JSON ({exc})")
+            else:
+                if isinstance(doc, dict) and isinstance(doc.get("generation"), int) and "data" in doc:
+                    generation = doc["generation"]
+                    loaded.snapshot = doc["data"]
+                else:
+                    loaded.problems.append(f"{path} is not a channel state snapshot")
+        journal = _read_bytes(self._journal_path(name))
+        if journal:
+            lines = parse_jsonl(journal)
+            current = [line for line in lines if line.get("g") == generation and "e" in line]
+            loaded.journal = [line["e"] for line in current]
+            torn = sum(1 for line in journal.split(b"\n") if line.strip()) - len(lines)
+            if torn > 0:
+                loaded.problems.append(f"{self._journal_path(name)}: skipped {torn} unreadable line(s)")
+        return loaded, generation
+
+    async def append(self, name: str, entries: Sequence[Any]) -> None:
+        if not entries:
+            return
+        async with self._lock(name):
+            generation = await self._generation(name)
+            records = [{"g": generation, "e": entry} for entry in entries]
+            await asyncio.to_thread(self._append, self._journal_path(name), records)
+
+    def _append(self, path: Path, records: list[dict[str, Any]]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if _ends_torn(path):  # start on a line of our own after a crash cut the last line short
+            with open(path, "ab") as fh:
+                fh.write(b"\n")
+        append_jsonl(path, records, fsync=True)
+
+    async def replace(self, name: str, snapshot: Any) -> None:
+        async with self._lock(name):
+            generation = await self._generation(name) + 1
+            await asyncio.to_thread(self._replace, name, generation, snapshot)
+            self._generations[name] = generation
+
+    def _replace(self, name: str, generation: int, snapshot: Any) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self._snapshot_path(name), {"generation": generation, "data": snapshot})
+        journal = self._journal_path(name)
+        if journal.exists():
+            os.truncate(journal, 0)
+
+    async def _generation(self, name: str) -> int:
+        if name not in self._generations:
+            _, self._generations[name] = await asyncio.to_thread(self._load, name)
+        return self._generations[name]
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _ends_torn(path: Path) -> bool:
+    """Does the file end in the middle of a line (a crash cut the last append short)?"""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,101 @@
+"""The file implementation of the channel state store: atomic snapshots, whole-line journals,
+corrupt files reported (never raised), crashes between steps tolerated."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fastagent_cli.state.channel_state import FileChannelState, channel_home
+
+
+def test_the_home_is_under_channels_kind(tmp_path: Path) -> None:
+    assert channel_home(tmp_path, "telegram") == tmp_path / "channels" / "telegram"
+
+
+async def test_a_missing_document_loads_empty(tmp_path: Path) -> None:
+    loaded = await FileChannelState(tmp_path / "x").load("turns")
+    assert (loaded.snapshot, loaded.journal, loaded.problems) == (None, [], [])
+
+
+async def test_appends_then_replace_round_trip(tmp_path: Path) -> None:
+    store = FileChannelState(tmp_path)
+    await store.append("turns", [{"op": "add", "n": 1}])
+    await store.append("turns", [{"op": "add", "n": 2}, {"op": "add", "n": 3}])
+    loaded = await FileChannelState(tmp_path).load("turns")
+    assert loaded.journal == [{"op": "add", "n": 1}, {"op": "add", "n": 2}, {"op": "add", "n": 3}]
+    await store.replace("turns", {"state": [1, 2, 3]})
+    assert (tmp_path / "turns.jsonl").read_bytes() == b""
+    on_disk = json.loads((tmp_path / "turns.json").read_text())
+    assert on_disk == {"generation": 1, "data": {"state": [1, 2, 3]}}
+    await store.append("turns", [{"op": "add", "n": 4}])
+    loaded = await FileChannelState(tmp_path).load("turns")
+    assert loaded.snapshot == {"state": [1, 2, 3]} and loaded.journal == [{"op": "add", "n": 4}]
+
+
+async def test_a_snapshot_is_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileChannelState(tmp_path)
+    await store.replace("seen", ["a"])
+    real_replace = os.replace
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        await store.replace("seen", ["a", "b"])
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert (await FileChannelState(tmp_path).load("seen")).snapshot == ["a"]  # the old file, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["seen.json"]  # no temp file left behind
+
+
+async def test_journal_lines_of_an_older_generation_are_ignored(tmp_path: Path) -> None:
+    """A crash after the new snapshot but before the journal was emptied."""
+    (tmp_path / "turns.json").write_text(json.dumps({"generation": 4, "data": {"a": 1}}))
+    (tmp_path / "turns.jsonl").write_text(
+        json.dumps({"g": 3, "e": "already in the snapshot"}) + "\n" + json.dumps({"g": 4, "e": "new"}) + "\n"
+    )
+    loaded = await FileChannelState(tmp_path).load("turns")
+    assert loaded.journal == ["new"] and loaded.problems == []
+
+
+async def test_a_torn_last_line_is_skipped_and_the_next_append_starts_clean(tmp_path: Path) -> None:
+    journal = tmp_path / "buffers.jsonl"
+    journal.write_text(json.dumps({"g": 0, "e": 1}) + "\n" + '{"g": 0, "e": {"op": "pu')
+    store = FileChannelState(tmp_path)
+    loaded = await store.load("buffers")
+    assert loaded.journal == [1]
+    assert loaded.problems == [f"{journal}: skipped 1 unreadable line(s)"]
+    await store.append("buffers", [2])
+    assert (await FileChannelState(tmp_path).load("buffers")).journal == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [("{not json", "is not valid JSON"), ('["a", "b"]', "is not a channel state snapshot")],
+)
+async def test_a_corrupt_snapshot_is_a_problem_not_a_crash(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    (tmp_path / "seen.json").write_text(content)
+    loaded = await FileChannelState(tmp_path).load("seen")
+    assert loaded.snapshot is None
+    assert len(loaded.problems) == 1 and problem in loaded.problems[0]
+
+
+async def test_an_unreadable_document_raises(tmp_path: Path) -> None:
+    (tmp_path / "turns.json").mkdir(parents=True)
+    with pytest.raises(OSError):
+        await FileChannelState(tmp_path).load("turns")
+
+
+async def test_a_failed_append_raises_and_writes_nothing(tmp_path: Path) -> None:
+    store = FileChannelState(tmp_path)
+    await store.append("turns", [1])
+    (tmp_path / "turns.jsonl").unlink()
+    (tmp_path / "turns.jsonl").mkdir()
+    with pytest.raises(OSError):
+        await store.append("turns", [2])
