@@ -40,6 +40,7 @@ from fastagent_cli.definition.channel_files import (
     import_channel,
     inspect_channels,
     is_long_connection,
+    module_name,
 )
 from fastagent_cli.definition.report import Finding, SummaryRow, format_row
 
@@ -69,6 +70,7 @@ __all__ = [
     "is_long_connection",
     "locate_agent",
     "login_target",
+    "module_name",
     "open_agent",
     "open_agent_dir",
     "read_schedules",

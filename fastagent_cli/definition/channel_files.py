@@ -27,6 +27,7 @@ __all__ = [
     "import_channel",
     "inspect_channels",
     "is_long_connection",
+    "module_name",
 ]
 
 CHANNELS_DIR = "channels"
@@ -59,7 +60,7 @@ def import_channel(path: Path, agent_dir: Path) -> Any:
     """The ``channel`` attribute of the module at ``path``; ServeError (one line) when it cannot load."""
     if str(agent_dir) not in sys.path:
         sys.path.insert(0, str(agent_dir))  # a channel may import helpers living in the agent dir
-    name = _module_name(path)
+    name = module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ServeError("cannot be imported as a Python module")
@@ -79,7 +80,8 @@ def import_channel(path: Path, agent_dir: Path) -> Any:
     return module.channel
 
 
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
+    """The name a channel file is imported under (``sys.modules`` key)."""
     return f"fastagent_agent_channels.{path.name[: -len(_SUFFIX)]}"
 
 
@@ -122,7 +124,7 @@ def inspect_channels(agent_dir: Path) -> tuple[list[InspectedChannel], list[str]
             failures.append(f"{CHANNELS_DIR}/{path.name}: {exc.message}")
             continue
         stem = path.name[: -len(_SUFFIX)]
-        module = sys.modules.get(_module_name(path))
+        module = sys.modules.get(module_name(path))
         hook = getattr(channel, "register_webhook", None) or getattr(module, "register_webhook", None)
         channels.append(InspectedChannel(stem, is_long_connection(channel), channel, hook))
     return channels, failures

@@ -15,14 +15,21 @@ files and ``__init__.py`` are not channels). A module's ``channel`` attribute is
   object with ``ready`` and ``closed`` awaitables (``stop`` is an :class:`asyncio.Event`, the only
   shutdown command; see :mod:`fastagent_cli.serving.long_connections`).
 
-``ctx`` is a :class:`ChannelContext` (the agent, and the absolute state root: a channel keeps its
-state under ``<state_root>/channels/<kind>/``). Loading collects every per-file failure and every
-route collision; serving treats any of them as fatal (:meth:`LoadedChannels.raise_if_invalid`).
+``ctx`` is a :class:`ChannelContext` (the agent, the absolute state root: a channel keeps its
+state under ``<state_root>/channels/<kind>/``, and the session hub when session control is
+served). Loading collects every per-file failure and every route collision; serving treats any of
+them as fatal (:meth:`LoadedChannels.raise_if_invalid`).
+
+A route channel's routes may come with a lifecycle (``fastagent_cli.channels`` do): a dict with
+``async start()`` is started before the server listens (a failure is fatal, like a broken file)
+and one with ``async aclose()`` is closed on shutdown. A channel (or its module) with a
+``register_webhook(public_url)`` hook is called once a ``--tunnel`` URL is known.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +42,11 @@ from fastagent_cli.assembly import (
     describe_exception,
     import_channel,
     is_long_connection,
+    module_name,
 )
 from fastagent_cli.contract import Agent
 from fastagent_cli.control import SessionControl
-from fastagent_cli.errors import ServeError
+from fastagent_cli.errors import FastagentError, ServeError
 from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
 
 __all__ = [
@@ -99,6 +107,10 @@ class LoadedChannels:
     """``(file, module)`` per long-connection channel."""
     failures: list[ChannelFailure] = field(default_factory=list)
     collisions: list[str] = field(default_factory=list)
+    lifecycles: list[tuple[str, Any]] = field(default_factory=list)
+    """``(file, routes)`` for route channels whose routes have ``start()`` / ``aclose()``."""
+    webhooks: list[tuple[str, Any]] = field(default_factory=list)
+    """``(file, register_webhook)`` for route channels that register their own webhook."""
 
     @property
     def invalid(self) -> bool:
@@ -139,10 +151,17 @@ def load_channels(agent_dir: Path, ctx: ChannelContext, *, mounts: Iterable[str]
                 names[name] = shown
                 loaded.long_connections.append((shown, channel))
                 continue
-            routes = _mount_routes(channel, ctx)
+            routes, lifecycle = _mount_routes(channel, ctx)
         except ServeError as exc:
             loaded.failures.append(ChannelFailure(shown, exc.message))
             continue
+        if lifecycle is not None:
+            loaded.lifecycles.append((shown, lifecycle))
+        hook = getattr(channel, "register_webhook", None) or getattr(
+            sys.modules.get(module_name(path)), "register_webhook", None
+        )
+        if callable(hook):
+            loaded.webhooks.append((shown, hook))
         for key, handler in routes.items():
             loaded.routes[str(key)] = handler
             loaded.route_owners[str(key)] = shown
@@ -155,7 +174,7 @@ def load_channels(agent_dir: Path, ctx: ChannelContext, *, mounts: Iterable[str]
     return loaded
 
 
-def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
+def _mount_routes(channel: Any, ctx: ChannelContext) -> tuple[dict[RouteKey, Handler], Any]:
     if not callable(channel):
         raise ServeError(
             f"`channel` is a {type(channel).__name__}: it must be a function (ctx) -> routes, "
@@ -163,6 +182,8 @@ def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
         )
     try:
         routes = channel(ctx)
+    except FastagentError as exc:
+        raise ServeError(exc.message) from None
     except Exception as exc:
         raise ServeError(f"channel(ctx) raised {describe_exception(exc)}") from None
     if inspect.isawaitable(routes):
@@ -180,7 +201,12 @@ def _mount_routes(channel: Any, ctx: ChannelContext) -> dict[RouteKey, Handler]:
         if not callable(handler):
             raise ServeError(f'the handler of "{key}" is a {type(handler).__name__}, not an async function')
         parsed[route] = handler
-    return parsed
+    lifecycle = (
+        routes
+        if callable(getattr(routes, "start", None)) or callable(getattr(routes, "aclose", None))
+        else None
+    )
+    return parsed, lifecycle
 
 
 def _shape(value: Any) -> str:

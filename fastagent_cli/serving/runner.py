@@ -37,6 +37,7 @@ from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
 from fastagent_cli.serving.startup import startup_report
 from fastagent_cli.serving.tunnel import Tunnel
+from fastagent_cli.serving.webhooks import announce_webhooks
 from fastagent_cli.serving.worker_link import WorkerLink
 
 __all__ = [
@@ -168,7 +169,7 @@ async def _serve(
         await _close_quietly(service.close(_CONNECTION_STOP_S))
         raise
     tunnel: Tunnel | None = None
-    opening: asyncio.Task[str | None] | None = None
+    opening: asyncio.Task[Any] | None = None
     control_file: Path | None = None
     try:
         _print_startup(service, host, bound, options.tunnel and link is None)
@@ -179,9 +180,10 @@ async def _serve(
         service.ready.add_done_callback(lambda ready: _on_ready(ready, stop))
         if link is not None:
             await link.ready(bound, service.channels.routes)
+            opening = asyncio.create_task(_announce_from(link, service))
         elif options.tunnel:
             tunnel = Tunnel(bound)
-            opening = asyncio.create_task(tunnel.open())
+            opening = asyncio.create_task(_open_and_announce(tunnel, service))
         await stop.event.wait()
     finally:
         if control_file is not None and service.control is not None:
@@ -190,6 +192,20 @@ async def _serve(
     if stop.error is not None:
         raise ServeError(stop.error)
     return Outcome(0, stop.signal)
+
+
+async def _open_and_announce(tunnel: Tunnel, service: AgentService) -> str | None:
+    """Open the tunnel, then tell the channels its URL (webhook registration)."""
+    url = await tunnel.open()
+    if url is not None:
+        await announce_webhooks(url, service.loaded)
+    return url
+
+
+async def _announce_from(link: WorkerLink, service: AgentService) -> None:
+    """A dev worker: announce each tunnel URL the supervisor sends."""
+    while True:
+        await announce_webhooks(await link.public_urls.get(), service.loaded)
 
 
 def _print_startup(service: AgentService, host: str | None, port: int, tunnel: bool) -> None:

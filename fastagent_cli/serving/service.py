@@ -28,12 +28,15 @@ way to mount a whole agent inside an app. Composition (core design section 7):
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
   when ``self_schedule`` is on and the scheduler is prepared now (reading its state, so unreadable
   schedule state fails here); :meth:`AgentService.start_schedules` arms it once the server
-  listens. Without it, the service runs no schedules.
+  listens. Without it, the service runs no schedules;
+* route channels with a lifecycle are started (loading their state, replaying unfinished turns);
+  a failure there is as fatal as a broken file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -43,6 +46,7 @@ from typing import Protocol
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
+from fastagent_cli.errors import FastagentError, ServeError, one_line
 from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
 from fastagent_cli.serving.control import CONTROL_PREFIX, ControlAccess, control_access, create_control_plane
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
@@ -137,7 +141,38 @@ class AgentService:
             else:
                 await self._connections.stop(within)
         finally:
-            await self.opened.aclose()
+            try:
+                await close_route_channels(self.loaded)
+            finally:
+                await self.opened.aclose()
+
+
+async def start_route_channels(loaded: LoadedChannels) -> None:
+    """Start every route channel that has a lifecycle; ServeError naming the file on a failure."""
+    for file, routes in loaded.lifecycles:
+        start = getattr(routes, "start", None)
+        if start is None:
+            continue
+        try:
+            await start()
+        except FastagentError as exc:
+            raise ServeError(f"{file}: {exc.message}") from None
+        except Exception as exc:
+            raise ServeError(
+                f"{file}: start() raised {type(exc).__name__}: {one_line(str(exc), 300)}"
+            ) from None
+
+
+async def close_route_channels(loaded: LoadedChannels) -> None:
+    """Close every route channel that has a lifecycle (their background turns stop)."""
+    for file, routes in loaded.lifecycles:
+        aclose = getattr(routes, "aclose", None)
+        if aclose is None:
+            continue
+        try:
+            await aclose()
+        except Exception as exc:
+            log.warning("[fastagent] %s: closing it raised %s: %s", file, type(exc).__name__, exc)
 
 
 def compose_routes(
@@ -191,6 +226,7 @@ async def open_agent_service(
     """:func:`create_agent_service` for an agent already opened (the service closes it; open it
     with ``wake_tools=True`` when a scheduler is given)."""
     agent = opened.agent
+    loaded = LoadedChannels()
     try:
         token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
         ctx = ChannelContext(agent, opened.state_root.resolve(), opened.control)
@@ -205,8 +241,11 @@ async def open_agent_service(
             access = ControlAccess(control_token, minted=False) if control_token else control_access()
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent)
         handler = build_router(routes, mounts)
+        await start_route_channels(loaded)
         await connections.start()
     except BaseException:
+        with contextlib.suppress(Exception):
+            await close_route_channels(loaded)
         await opened.aclose()
         raise
     summary = ChannelsSummary(

@@ -12,7 +12,8 @@ code edits (features R1-R5).
 * A worker that fails before any worker ever served ends ``dev`` with its exit code; after one
   has served, a failure is reported and ``dev`` waits for the next save.
 * The tunnel belongs to the supervisor: opened once the first worker is ready, it survives
-  restarts.
+  restarts. Its URL is sent to every worker once it is ready, which announces it to its channels
+  (webhook registration).
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from typing import Any
 from fastagent_cli.serving.runner import Outcome, ShutdownSignal
 from fastagent_cli.serving.tunnel import Tunnel
 from fastagent_cli.serving.watch import CodeWatcher, watching_line
-from fastagent_cli.serving.worker_link import DEV_IPC_FD_ENV, DEV_PORT_ENV, DEV_WORKER_ENV, read_ready
+from fastagent_cli.serving.worker_link import (
+    DEV_IPC_FD_ENV,
+    DEV_PORT_ENV,
+    DEV_WORKER_ENV,
+    read_ready,
+    send_public_url,
+)
 
 __all__ = ["STOP_GRACE_S", "DevSupervisor", "cli_command"]
 
@@ -90,6 +97,7 @@ class DevSupervisor:
     _worker: _Worker | None = None
     _tunnel: Tunnel | None = None
     _opening: asyncio.Task[str | None] | None = None
+    _public_url: str | None = None
     _stop: ShutdownSignal = field(default_factory=lambda: ShutdownSignal(STOP_GRACE_S + 2))
 
     async def run(self) -> Outcome:
@@ -156,9 +164,19 @@ class DevSupervisor:
         if isinstance(port, int):
             self.port = port
         self.served = True
+        if self._public_url is not None:
+            send_public_url(worker.link, self._public_url)
         if self.tunnel and self._tunnel is None and self.port is not None:
             self._tunnel = Tunnel(self.port)
             self._opening = asyncio.create_task(self._tunnel.open())
+            self._opening.add_done_callback(self._tunnel_opened)
+
+    def _tunnel_opened(self, opening: asyncio.Task[str | None]) -> None:
+        if opening.cancelled() or opening.exception() is not None or opening.result() is None:
+            return
+        self._public_url = opening.result()
+        if self._worker is not None and self._worker.ready.done() and self._public_url is not None:
+            send_public_url(self._worker.link, self._public_url)
 
     async def _next(self, worker: _Worker, watcher: CodeWatcher, *, want_ready: bool) -> str:
         """The first of: ``stop``, ``exited``, ``change`` (a code edit), ``ready``."""

@@ -3,9 +3,11 @@
 The supervisor spawns the worker with ``FASTAGENT_DEV_WORKER=1``, the socket's descriptor in
 ``FASTAGENT_DEV_IPC_FD`` and, after the first worker has bound, the port to keep in
 ``FASTAGENT_DEV_PORT``. Once listening, the worker writes one JSON line
-``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The socket is also a lifeline: when
-the supervisor goes away (even killed), the worker reads end-of-file and shuts down, so it never
-outlives ``dev`` holding the port.
+``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The supervisor answers with
+``{"type": "public_url", "url": ...}`` whenever it has a ``--tunnel`` URL for this worker (the
+worker announces it to its channels). The socket is also a lifeline: when the supervisor goes away
+(even killed), the worker reads end-of-file and shuts down, so it never outlives ``dev`` holding
+the port.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["DEV_IPC_FD_ENV", "DEV_PORT_ENV", "DEV_WORKER_ENV", "WorkerLink", "read_ready"]
+__all__ = [
+    "DEV_IPC_FD_ENV",
+    "DEV_PORT_ENV",
+    "DEV_WORKER_ENV",
+    "WorkerLink",
+    "public_url_of",
+    "read_ready",
+    "send_public_url",
+]
 
 DEV_WORKER_ENV = "FASTAGENT_DEV_WORKER"
 DEV_IPC_FD_ENV = "FASTAGENT_DEV_IPC_FD"
@@ -34,6 +44,8 @@ class WorkerLink:
         """The port the supervisor keeps stable across restarts (``None`` on the first spawn)."""
         self._writer: asyncio.StreamWriter | None = None
         self._watch: asyncio.Task[None] | None = None
+        self.public_urls: asyncio.Queue[str] = asyncio.Queue()
+        """The tunnel URLs the supervisor sent, in order."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerLink | None:
@@ -58,9 +70,11 @@ class WorkerLink:
         reader, self._writer = await asyncio.open_unix_connection(sock=sock)
 
         async def watch() -> None:
-            with contextlib.suppress(ConnectionError):
-                while await reader.read(4096):
-                    pass
+            with contextlib.suppress(ConnectionError, ValueError):
+                while raw := await reader.readline():
+                    url = public_url_of(raw)
+                    if url is not None:
+                        self.public_urls.put_nowait(url)
             on_lost()
 
         self._watch = asyncio.create_task(watch())
@@ -79,6 +93,26 @@ class WorkerLink:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def send_public_url(writer: asyncio.StreamWriter, url: str) -> None:
+    """The supervisor's side: tell a worker the tunnel URL."""
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        writer.write(json.dumps({"type": "public_url", "url": url}).encode() + b"\n")
+
+
+def public_url_of(raw: bytes) -> str | None:
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("type") == "public_url"
+        and isinstance(message.get("url"), str)
+    ):
+        return str(message["url"])
+    return None
 
 
 async def read_ready(reader: asyncio.StreamReader) -> dict[str, Any] | None:

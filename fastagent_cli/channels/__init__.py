@@ -1,0 +1,68 @@
+"""First-party chat channels and the kit they stand on, importable by ``channels/*.py`` files.
+
+::
+
+    # channels/telegram.py
+    from fastagent_cli.channels import telegram_channel
+
+    channel = telegram_channel()
+
+    # channels/github.py
+    from fastagent_cli.channels import Intent, github_channel
+
+    channel = github_channel(on=lambda event: [Intent(event.delivery_id, "Review it.")])
+
+Channels speak only the Agent contract. Their state lives under ``<state root>/channels/<kind>/``
+behind :class:`~fastagent_cli.state.channel_state.ChannelStateStore`. The shared mechanics are in
+:mod:`fastagent_cli.channels.kit`. Names load on first use, so importing this package is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastagent_cli.channels.github import GithubEvent, Intent, github_channel
+    from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
+    from fastagent_cli.channels.telegram import (
+        TelegramRoute,
+        default_telegram_route,
+        telegram_channel,
+        telegram_envelope,
+        telegram_send,
+    )
+
+__all__ = [
+    "ChannelFailure",
+    "GithubEvent",
+    "Intent",
+    "TelegramRoute",
+    "default_error_message",
+    "default_telegram_route",
+    "github_channel",
+    "telegram_channel",
+    "telegram_envelope",
+    "telegram_send",
+]
+
+_HOME = {
+    "ChannelFailure": "kit.invoke",
+    "default_error_message": "kit.invoke",
+    "GithubEvent": "github",
+    "Intent": "github",
+    "github_channel": "github",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        module = importlib.import_module(f"fastagent_cli.channels.{_HOME.get(name, 'telegram')}")
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fastagent_cli.channels' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,559 @@
+"""The Telegram channel: ``POST /telegram`` -> routed update -> durable turn -> live answer.
+
+::
+
+    # channels/telegram.py
+    from fastagent_cli.channels import telegram_channel
+
+    channel = telegram_channel()   # TELEGRAM_BOT_TOKEN and TELEGRAM_SECRET_TOKEN from .env
+
+Checks (feature M1): a method other than POST is ``405 "POST only\\n"``; a wrong or missing
+``X-Telegram-Bot-Api-Secret-Token`` (constant time) is ``401 "invalid secret token\\n"``; a body over
+1 MiB is ``413 "payload too large\\n"``; a body that is not a JSON object is ``400 "invalid json\\n"``.
+Everything else is acknowledged ``200``, after what it causes is durable:
+
+* an update without a fresh message (an edit, a callback) is dropped;
+* a delivery already seen or pending (Telegram redelivers until it gets its 200) is dropped;
+* ``/stop`` or ``/stop@<this bot>`` aborts the session's active run (``/stop@<another bot>`` is
+  ignored) and never becomes a turn;
+* an unrouted group message joins the group's context buffer (persisted first: a failed write is a
+  ``500`` and Telegram redelivers);
+* a routed message becomes a turn intent in ``turns`` (persisted first, same rule), queued FIFO
+  per session. A busy session gets ``⏳ Queued ...``, reply-quoted, which the turn later edits into
+  its answer.
+
+At start the channel loads its state, replays the turns a crash or a shutdown interrupted (in
+arrival order; a turn interrupted 3 times is dropped and its asker told), and calls ``getMe`` once
+for its username and to warn when privacy mode hides group messages. State lives in
+``<state root>/channels/telegram/`` (``turns``, ``buffers``, ``seen``, ``files/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from fastagent_cli.channels.kit.context_buffer import BufferEntry, ContextBuffer, Fold
+from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
+from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message, stream_turn
+from fastagent_cli.channels.kit.journal import StateWriteError
+from fastagent_cli.channels.kit.routes import ChannelRoutes, secret_matches
+from fastagent_cli.channels.kit.seen import SeenRing
+from fastagent_cli.channels.kit.stop import dispatch_stop
+from fastagent_cli.channels.kit.turn_queue import TurnQueue
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.telegram.api import (
+    BOT_TOKEN_ENV,
+    SECRET_TOKEN_ENV,
+    BotApi,
+    Target,
+    TelegramApiError,
+)
+from fastagent_cli.channels.telegram.media import (
+    collect_buffered,
+    message_files,
+    message_images,
+    own_files,
+    own_images,
+    resolve_attachments,
+)
+from fastagent_cli.channels.telegram.parse import (
+    TelegramRoute,
+    bot_id_from_token,
+    buffer_body,
+    default_telegram_route,
+    is_group,
+    message_of,
+    place_of,
+    sender_label,
+    telegram_envelope,
+    thread_of,
+)
+from fastagent_cli.channels.telegram.preview import TurnFailedError, stream_reply
+from fastagent_cli.channels.telegram.webhook import register_telegram_webhook
+from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
+from fastagent_cli.errors import ServeError, one_line
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.state.channel_state import channel_home
+
+__all__ = [
+    "BOT_TOKEN_ENV",
+    "DROPPED_NOTICE",
+    "HTML_HINT",
+    "QUEUED_NOTICE",
+    "SECRET_TOKEN_ENV",
+    "TelegramChannel",
+    "telegram_channel",
+]
+
+log = logging.getLogger("fastagent.channel")
+
+KIND = "telegram"
+ROUTE = "/telegram"
+QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
+DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
+HTML_HINT = (
+    "\n\n(Answer in Telegram HTML — <b> <i> <u> <s> <code> <pre> <a href> <blockquote> — not Markdown.)"
+)
+PRIVACY_WARNING = (
+    "[telegram] privacy mode is on: the bot only sees @mentions, replies and commands in groups, so it "
+    "cannot keep a group's context. Disable it via @BotFather → /setprivacy."
+)
+GET_ME_WAIT_S = 5.0
+GET_ME_RETRY_S = 60.0
+_STOP = re.compile(r"^/stop(?:@([A-Za-z0-9_]+))?$", re.IGNORECASE)
+
+Route = Callable[[Mapping[str, Any]], Any]
+"""``route(update) -> TelegramRoute | dict | None``."""
+OnError = Callable[[ChannelFailure], "str | None"]
+
+
+class TelegramChannel:
+    """``channel(ctx)`` mounts ``/telegram``; ``register_webhook(url)`` calls ``setWebhook``."""
+
+    kind = KIND
+
+    def __init__(
+        self,
+        *,
+        secret_token: str | None = None,
+        bot_token: str | None = None,
+        route: Route | None = None,
+        on_error: OnError | None = None,
+        bot_username: str | None = None,
+        api_base_url: str | None = None,
+    ) -> None:
+        self.secret_token = secret_token
+        self.bot_token = bot_token
+        self.route = route
+        self.on_error = on_error
+        self.bot_username = bot_username
+        self.api_base_url = api_base_url
+
+    def _tokens(self) -> tuple[str, str]:
+        secret = self.secret_token if self.secret_token is not None else os.environ.get(SECRET_TOKEN_ENV, "")
+        token = self.bot_token if self.bot_token is not None else os.environ.get(BOT_TOKEN_ENV, "")
+        return secret, token
+
+    def __call__(self, ctx: Any) -> ChannelRoutes:
+        secret, token = self._tokens()
+        if not secret:
+            raise ServeError(
+                f"telegram_channel needs a secret token: set {SECRET_TOKEN_ENV} in .env (`fastagent add "
+                "telegram` generates one; without it anyone could post updates)"
+            )
+        if not token:
+            raise ServeError(
+                f"telegram_channel needs the bot token: set {BOT_TOKEN_ENV} in .env (@BotFather -> /newbot)"
+            )
+        return _Bot(self, ctx, secret, token).routes()
+
+    async def register_webhook(self, public_url: str) -> str:
+        """Point the bot at ``<public_url>/telegram`` once that URL answers ``/health``."""
+        secret, token = self._tokens()
+        return await register_telegram_webhook(
+            public_url, bot_token=token, secret_token=secret, api_base_url=self.api_base_url
+        )
+
+
+def telegram_channel(
+    *,
+    secret_token: str | None = None,
+    bot_token: str | None = None,
+    route: Route | None = None,
+    on_error: OnError | None = None,
+    bot_username: str | None = None,
+    api_base_url: str | None = None,
+) -> TelegramChannel:
+    """The Telegram channel (see the module doc). Tokens default to ``TELEGRAM_SECRET_TOKEN`` and
+    ``TELEGRAM_BOT_TOKEN``, read when the channel is mounted; ``route(update)`` decides whether and
+    where to answer (default :func:`~fastagent_cli.channels.telegram.parse.default_telegram_route`);
+    ``on_error(failure)`` is the text a user reads when a turn fails (``""``: say nothing);
+    ``api_base_url`` (or ``TELEGRAM_API_BASE_URL``) points at another Bot API server."""
+    return TelegramChannel(
+        secret_token=secret_token,
+        bot_token=bot_token,
+        route=route,
+        on_error=on_error,
+        bot_username=bot_username,
+        api_base_url=api_base_url,
+    )
+
+
+def _is_turn(record: TurnRecord) -> bool:
+    return (
+        isinstance(record.get("place"), str)
+        and isinstance(record.get("text"), str)
+        and isinstance(record.get("chat"), int | str)
+        and (record.get("thread") is None or isinstance(record.get("thread"), int))
+        and (record.get("reply_to") is None or isinstance(record.get("reply_to"), int))
+        and isinstance(record.get("images"), list)
+        and all(isinstance(i, str) for i in record["images"])
+        and isinstance(record.get("files"), list)
+        and all(isinstance(f, dict) and isinstance(f.get("id"), str) for f in record["files"])
+        and (record.get("preview") is None or isinstance(record.get("preview"), int))
+    )
+
+
+def _order(record: TurnRecord) -> tuple[int, str]:
+    turn_id = record["id"]
+    return (int(turn_id), turn_id) if turn_id.lstrip("-").isdigit() else (0, turn_id)
+
+
+def _buffer_line(entry: BufferEntry) -> str:
+    meta = [f"msg {entry['msg']}"] if entry.get("msg") is not None else []
+    if entry.get("reply") is not None:
+        meta.append(f"reply to msg {entry['reply']}")
+    where = f" ({', '.join(meta)})" if meta else ""
+    return f"{entry.get('sender') or 'someone'}{where}: {entry['body']}"
+
+
+class _Bot:
+    """One mounted Telegram channel."""
+
+    def __init__(self, options: TelegramChannel, ctx: Any, secret: str, token: str) -> None:
+        self.agent = ctx.agent
+        self.control = getattr(ctx, "control", None)
+        self.secret = secret
+        self.bot_id = bot_id_from_token(token)
+        self.bot_username = options.bot_username
+        self.route = options.route
+        self.format_error: OnError = options.on_error or default_error_message
+        self.files = channel_home(state_root_of(ctx), KIND) / "files"
+        store = open_channel_state(ctx, KIND)
+        self.turns = TurnStore(store, label="[telegram]", is_record=_is_turn, order=_order)
+        self.buffers = ContextBuffer(store, label="[telegram]", line=_buffer_line)
+        self.seen = SeenRing(store, label="[telegram]")
+        self.api = BotApi(token, options.api_base_url)
+        self.queue: TurnQueue[TurnRecord] = TurnQueue(
+            self._run,
+            label="[telegram]",
+            session_of=lambda r: str(r["session"]),
+            on_queued_behind=self._queued,
+        )
+        self.notices: dict[str, asyncio.Task[int | None]] = {}
+        self._lookup: asyncio.Task[None] | None = None
+        self._looked_up = float("-inf")
+        self.tasks: set[asyncio.Task[Any]] = set()
+        if self.bot_id is None:
+            log.warning("[telegram] the bot token has no numeric bot id: reply-to-bot summons wait for getMe")
+
+    def routes(self) -> ChannelRoutes:
+        return ChannelRoutes({ROUTE: self.handle}, start=self.start, close=self.aclose)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        try:
+            for store in (self.turns, self.buffers, self.seen):
+                await store.open()
+        except OSError as exc:
+            raise ServeError(
+                f"telegram channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
+            ) from None
+        self._lookup = self._spawn(self._get_me())
+        await asyncio.wait({self._lookup}, timeout=GET_ME_WAIT_S)
+        pending = self.turns.recover()
+        if pending:
+            log.info("[telegram] recovering %d unfinished turn(s) from a prior run", len(pending))
+        for record in pending:
+            self.queue.accept(record)
+
+    def _ask_identity_again(self) -> None:
+        """No username yet (getMe failed at start): ask again, at most once a minute."""
+        if self.bot_username is not None or (self._lookup is not None and not self._lookup.done()):
+            return
+        if time.monotonic() - self._looked_up >= GET_ME_RETRY_S:
+            self._lookup = self._spawn(self._get_me())
+
+    async def _get_me(self) -> None:
+        self._looked_up = time.monotonic()
+        try:
+            me = await self.api.call("getMe")
+        except TelegramApiError as exc:
+            log.warning(
+                "[telegram] getMe failed (%s): @mention summons need the bot's username; it is asked again "
+                "when a group message arrives",
+                exc,
+            )
+            return
+        if not isinstance(me, dict):
+            return
+        if self.bot_username is None and isinstance(me.get("username"), str):
+            self.bot_username = me["username"]
+        if self.bot_id is None and isinstance(me.get("id"), int):
+            self.bot_id = me["id"]
+        if me.get("can_read_all_group_messages") is False:
+            log.warning("%s", PRIVACY_WARNING)
+
+    async def aclose(self) -> None:
+        await self.queue.aclose()
+        for task in [*self.tasks, *self.notices.values()]:
+            task.cancel()
+        for task in [*self.tasks, *self.notices.values()]:
+            with contextlib.suppress(BaseException):
+                await task
+        for store in (self.turns, self.buffers, self.seen):
+            await store.aclose()
+        await self.api.aclose()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    # --- the webhook ----------------------------------------------------------------------------
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if request.method != "POST":
+            return text_response("POST only\n", 405)
+        if not secret_matches(request.headers.get("x-telegram-bot-api-secret-token"), self.secret):
+            return text_response("invalid secret token\n", 401)
+        raw = await read_body_capped(request, MAX_BODY_BYTES)
+        if raw is None:
+            return text_response("payload too large\n", 413)
+        try:
+            update = json.loads(raw)
+        except ValueError:
+            return text_response("invalid json\n", 400)
+        if not isinstance(update, dict):
+            return text_response("invalid json\n", 400)
+        try:
+            await asyncio.shield(self._accept(update))
+        except StateWriteError as exc:
+            log.error(
+                "[telegram] could not persist update %s, so Telegram will deliver it again: %s",
+                update.get("update_id"),
+                exc,
+            )
+            return text_response("cannot persist the update\n", 500)
+        return web.Response(status=200)
+
+    async def _accept(self, update: dict[str, Any]) -> None:
+        """Everything an update causes that must be durable before the 200."""
+        message = message_of(update)
+        if message is None:
+            return
+        update_id = update.get("update_id")
+        delivery = str(update_id) if isinstance(update_id, int) else None
+        if delivery is not None and (delivery in self.seen or self.turns.pending(delivery)):
+            log.debug("[telegram] update %s was delivered before; ignored", delivery)
+            return
+        if is_group(message):
+            self._ask_identity_again()
+        route = self._decide(update)
+        place = place_of(message)
+        session = (route.session if route and route.session else None) or place
+        stop = _STOP.match(str(message.get("text") or "").strip())
+        if stop:
+            addressed = stop.group(1)
+            if addressed is None or (self.bot_username and addressed.lower() == self.bot_username.lower()):
+                await self._stop(message, route, session)
+            if delivery is not None:
+                self.seen.add(delivery)
+            return
+        if route is None:
+            if is_group(message) and buffer_body(message):
+                await self.buffers.push(place, self._buffer_entry(message))
+            if delivery is not None:
+                self.seen.add(delivery)
+            return
+        record = self._record(message, route, session, place, delivery)
+        if record is None:
+            return
+        if await self.turns.add(record):
+            if delivery is not None:
+                self.seen.add(delivery)
+            self.queue.accept(record)
+
+    def _decide(self, update: Mapping[str, Any]) -> TelegramRoute | None:
+        try:
+            if self.route is None:
+                return default_telegram_route(update, bot_username=self.bot_username, bot_id=self.bot_id)
+            decided = self.route(update)
+        except Exception as exc:
+            log.error(
+                "[telegram] route(update) raised, so update %s is dropped: %s",
+                update.get("update_id"),
+                _describe(exc),
+            )
+            return None
+        if decided is None or isinstance(decided, TelegramRoute):
+            return decided
+        if isinstance(decided, Mapping):
+            return TelegramRoute(**{k: decided.get(k) for k in ("session", "chat_id", "thread_id", "text")})
+        log.error("[telegram] route(update) returned %r: return a TelegramRoute, a dict or None", decided)
+        return None
+
+    def _target(self, message: Mapping[str, Any], route: TelegramRoute | None) -> Target:
+        chat = route.chat_id if route and route.chat_id is not None else message["chat"]["id"]
+        thread = route.thread_id if route and route.thread_id is not None else thread_of(message)
+        same = str(chat) == str(message["chat"]["id"]) and thread == thread_of(message)
+        quote = message.get("message_id") if message["chat"].get("type") != "private" and same else None
+        return Target(chat, thread, quote if isinstance(quote, int) else None)
+
+    def _record(
+        self, message: Mapping[str, Any], route: TelegramRoute, session: str, place: str, delivery: str | None
+    ) -> TurnRecord | None:
+        text = route.text if route.text is not None else telegram_envelope(message)
+        images, files = message_images(message), message_files(message)
+        if not text.strip() and not images and not files:
+            return None
+        target = self._target(message, route)
+        return {
+            "id": delivery if delivery is not None else f"local-{time.time_ns()}",
+            "session": session,
+            "place": place,
+            "text": text,
+            "chat": target.chat_id,
+            "thread": target.thread_id,
+            "reply_to": target.reply_to,
+            "images": images,
+            "files": files,
+            "attempts": 0,
+        }
+
+    @staticmethod
+    def _buffer_entry(message: Mapping[str, Any]) -> BufferEntry:
+        replied = message.get("reply_to_message")
+        entry: BufferEntry = {
+            "sender": sender_label(message.get("from"))
+            or sender_label(message.get("sender_chat"))
+            or "someone",
+            "body": buffer_body(message),
+            "msg": message.get("message_id"),
+            "reply": replied.get("message_id") if isinstance(replied, Mapping) else None,
+        }
+        if own_images(message):
+            entry["images"] = own_images(message)
+        if own_files(message):
+            entry["files"] = own_files(message)
+        return entry
+
+    async def _stop(self, message: Mapping[str, Any], route: TelegramRoute | None, session: str) -> None:
+        feedback = await dispatch_stop(self.control, session, "[telegram]")
+        try:
+            await self.api.send_message(self._target(message, route), feedback, html=False)
+        except TelegramApiError as exc:
+            log.warning("[telegram] could not answer /stop: %s", exc)
+
+    # --- running a turn -------------------------------------------------------------------------
+
+    def _queued(self, record: TurnRecord) -> None:
+        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+
+    async def _notice(self, record: TurnRecord) -> int | None:
+        try:
+            return await self.api.send_message(_target_of(record), QUEUED_NOTICE, html=False)
+        except TelegramApiError as exc:
+            log.warning("[telegram] the queue notice failed (the turn still runs): %s", exc)
+            return None
+
+    async def _run(self, record: TurnRecord) -> None:
+        turn_id, session = record["id"], record["session"]
+        notice = self.notices.pop(turn_id, None)
+        preview_id = await notice if notice is not None else record.get("preview")
+        if notice is not None and preview_id is not None:
+            self.turns.note(turn_id, preview=preview_id)
+        decision = await self.turns.start_attempt(turn_id)
+        if decision == "exceeded":
+            await self._tell_dropped(record, preview_id)
+            return
+        if decision == "defer":
+            if preview_id is not None:
+                with contextlib.suppress(TelegramApiError):
+                    await self.api.delete_message(record["chat"], preview_id)
+            return
+        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
+        log.info("[telegram] turn start: turn=%s session=%s %s", turn_id, session, where)
+        started = time.monotonic()
+        interrupted = False
+        try:
+            fold = self.buffers.peek(record["place"])
+            await stream_reply(
+                self._events(record, fold),
+                self.api,
+                _target_of(record),
+                self.format_error,
+                preview_id,
+                on_preview=lambda message_id: self.turns.note(turn_id, preview=message_id),
+            )
+            log.info("[telegram] turn done: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
+        except asyncio.CancelledError:
+            interrupted = True
+            log.warning(
+                "[telegram] turn interrupted: turn=%s session=%s (it replays on the next start)",
+                turn_id,
+                session,
+            )
+            raise
+        except (TurnFailedError, TelegramApiError) as exc:
+            log.error(
+                "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc
+            )
+        except Exception as exc:
+            log.exception("[telegram] turn failed: turn=%s session=%s: %s", turn_id, session, _describe(exc))
+        finally:
+            if not interrupted:
+                await self.turns.remove(turn_id)
+
+    async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
+        buffered = collect_buffered(fold.consumed, record["images"], record["files"])
+        folder = self.files / str(record["chat"])
+        try:
+            attachments = await resolve_attachments(
+                self.api, folder, record["images"], record["files"], buffered
+            )
+        except (TelegramApiError, OSError) as exc:
+            yield Failed(f"could not load an attachment: {one_line(str(exc), 300)}", True)
+            return
+        text = record["text"]
+        if fold.text:
+            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
+        prompt = Prompt(text + attachments.suffix + HTML_HINT, attachments.images)
+
+        async def completed() -> None:
+            # The turn is in the session now: the intent first (a crash after it does not replay),
+            # then the folded discussion (a crash before it only folds it once more).
+            await self.turns.remove(record["id"])
+            await self.buffers.commit_consumed(record["place"], fold.consumed)
+
+        async for event in stream_turn(
+            self.agent, Scope(record["session"]), prompt, label="[telegram]", on_completed=completed
+        ):
+            yield event
+
+    async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:
+        try:
+            if preview_id is not None:
+                await self.api.edit_message_text(record["chat"], preview_id, DROPPED_NOTICE)
+            else:
+                await self.api.send_message(_target_of(record), DROPPED_NOTICE, html=False)
+        except TelegramApiError as exc:
+            log.warning(
+                "[telegram] could not tell the asker a turn was dropped (session=%s): %s",
+                record["session"],
+                exc,
+            )
+
+
+def _target_of(record: TurnRecord) -> Target:
+    return Target(record["chat"], record.get("thread"), record.get("reply_to"))
+
+
+def _describe(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 500)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
