@@ -10,7 +10,10 @@ from __future__ import annotations
 __all__ = ["COMMANDS"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "add": ("fastagent_cli.cli.add_cmd:add", "Add a part to the agent (add skill <source>)."),
+    "add": (
+        "fastagent_cli.cli.add_cmd:add",
+        "Add a part to the agent: a skill, the github or telegram channel.",
+    ),
     "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
     "completion": (
         "fastagent_cli.cli.completion_cmd:completion",

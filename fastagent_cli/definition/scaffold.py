@@ -24,7 +24,7 @@ from fastagent_cli.definition.config import CONFIG_NAME
 from fastagent_cli.definition.placement import DEFAULT_AGENT_DIRNAME
 from fastagent_cli.errors import ConfigError, UsageError
 
-__all__ = ["GITIGNORE_LINES", "ScaffoldResult", "scaffold", "template_files"]
+__all__ = ["GITIGNORE_LINES", "ScaffoldResult", "missing_ignores", "scaffold", "template_files"]
 
 GITIGNORE_LINES = (".fastagent/", ".env")
 _LOADED_SURFACE = ("skills", "tools", "channels", "schedules", "scripts", ".fastagent")
@@ -190,7 +190,7 @@ def _scaffold_flat(workspace: Path, files: dict[str, str], write: Writer) -> Sca
             result.created.append(rel)
         gitignore = workspace / ".gitignore"
         if ".gitignore" in result.kept:
-            missing = _missing_ignores(gitignore)
+            missing = missing_ignores(gitignore)
             if missing:
                 patched = (gitignore, gitignore.stat().st_size)
                 with open(gitignore, "a", encoding="utf-8") as fh:
@@ -210,7 +210,7 @@ def _scaffold_flat(workspace: Path, files: dict[str, str], write: Writer) -> Sca
     return result
 
 
-def _missing_ignores(path: Path) -> list[str]:
+def missing_ignores(path: Path) -> list[str]:
     try:
         lines = {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
     except (OSError, UnicodeDecodeError):
