@@ -59,7 +59,9 @@ def deploy(
     from fastagent_cli.assembly import inspect_agent_dir
     from fastagent_cli.deploy.facts import facts_of
     from fastagent_cli.deploy.preflight import preflight
+    from fastagent_cli.logging_setup import configure_logging
 
+    configure_logging("info")  # what channels' register_webhook hooks say reaches the terminal
     if tunnel and host != "docker":
         raise UsageError("--tunnel works only with `fastagent deploy docker`")
     surface = inspect_agent_dir(directory, model=model, auth_path=auth_path)  # the one read

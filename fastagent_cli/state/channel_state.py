@@ -10,7 +10,7 @@ noticing.
 The file layout under ``<state root>/channels/<kind>/``::
 
     turns.json     {"generation": 3, "data": ...}        atomic: temp file + fsync + rename
-    turns.jsonl    {"g": 3, "e": ...}  one entry a line   whole-line appends + fsync
+    turns.jsonl    {"g": 3, "e": ...}  one entry a line   whole-line appends (+ fdatasync when asked)
 
 :meth:`~ChannelStateStore.replace` writes a new snapshot with the next generation and then empties
 the journal; a crash between the two leaves journal lines of the old generation, which a load
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fastagent_cli.state.atomic import append_jsonl, atomic_write_json, parse_jsonl
+from fastagent_cli.state.atomic import atomic_write_json, dumps_line, parse_jsonl
 
 __all__ = [
     "CHANNELS_STATE_DIR",
@@ -69,26 +69,35 @@ class ChannelStateStore(Protocol):
         raise; an unreadable one (permissions, IO) raises :class:`OSError`."""
         ...
 
-    async def append(self, name: str, entries: Sequence[Any]) -> None:
-        """Durably add ``entries`` to the document's journal (all or none). Raises :class:`OSError`."""
+    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> None:
+        """Add ``entries`` to the document's journal (all or none). ``sync``: on stable storage
+        before returning (what an acknowledgement waits for); otherwise they survive the process
+        dying, not the machine. Raises :class:`OSError`."""
         ...
 
     async def replace(self, name: str, snapshot: Any) -> None:
         """Make ``snapshot`` the document and empty its journal. Raises :class:`OSError`."""
         ...
 
+    async def aclose(self) -> None:
+        """Release what the store holds open."""
+        ...
+
 
 class FileChannelState:
     """:class:`ChannelStateStore` on files in one directory (single process: see the module doc).
 
-    Writes run in a worker thread, one at a time per document, so the event loop never waits on a
-    disk flush.
+    A journal entry is one ``write`` of whole lines to the journal, kept open in append mode (a
+    few microseconds: the page cache takes it, as it takes session records); flushing to stable
+    storage (``fdatasync``) and snapshot rewrites run in a worker thread, so the event loop never
+    waits on the disk. One document is written by one writer at a time.
     """
 
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
         self._generations: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._journals: dict[str, int] = {}
 
     def describe(self, name: str) -> str:
         return str(self._snapshot_path(name))
@@ -134,24 +143,40 @@ class FileChannelState:
                 loaded.problems.append(f"{self._journal_path(name)}: skipped {torn} unreadable line(s)")
         return loaded, generation
 
-    async def append(self, name: str, entries: Sequence[Any]) -> None:
+    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> None:
         if not entries:
             return
         async with self._lock(name):
-            generation = await self._generation(name)
-            records = [{"g": generation, "e": entry} for entry in entries]
-            await asyncio.to_thread(self._append, self._journal_path(name), records)
+            if name not in self._generations:
+                _, self._generations[name] = await asyncio.to_thread(self._load, name)
+            fd = self._journals.get(name)
+            if fd is None:
+                fd = self._journals[name] = await asyncio.to_thread(self._open_journal, name)
+            generation = self._generations[name]
+            payload = "".join(dumps_line({"g": generation, "e": entry}) + "\n" for entry in entries)
+            _write_all(fd, payload.encode("utf-8"))
+            if sync:
+                await asyncio.to_thread(os.fdatasync, fd)
 
-    def _append(self, path: Path, records: list[dict[str, Any]]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if _ends_torn(path):  # start on a line of our own after a crash cut the last line short
-            with open(path, "ab") as fh:
-                fh.write(b"\n")
-        append_jsonl(path, records, fsync=True)
+    def _open_journal(self, name: str) -> int:
+        """Open the journal for appends; a line a crash cut short gets a line break first, so the
+        next entry starts on a line of its own."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        path = self._journal_path(name)
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            _write_all(fd, b"\n")
+        if created:
+            _fsync_dir(self.home)  # a new file's name is durable too, not only its bytes
+        return fd
 
     async def replace(self, name: str, snapshot: Any) -> None:
         async with self._lock(name):
-            generation = await self._generation(name) + 1
+            if name not in self._generations:
+                _, self._generations[name] = await asyncio.to_thread(self._load, name)
+            generation = self._generations[name] + 1
             await asyncio.to_thread(self._replace, name, generation, snapshot)
             self._generations[name] = generation
 
@@ -162,10 +187,26 @@ class FileChannelState:
         if journal.exists():
             os.truncate(journal, 0)
 
-    async def _generation(self, name: str) -> int:
-        if name not in self._generations:
-            _, self._generations[name] = await asyncio.to_thread(self._load, name)
-        return self._generations[name]
+    async def aclose(self) -> None:
+        for name in list(self._journals):
+            async with self._lock(name):
+                fd = self._journals.pop(name, None)
+                if fd is not None:
+                    os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_bytes(path: Path) -> bytes | None:
@@ -173,16 +214,3 @@ def _read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
-
-
-def _ends_torn(path: Path) -> bool:
-    """Does the file end in the middle of a line (a crash cut the last append short)?"""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            if fh.tell() == 0:
-                return False
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) != b"\n"
-    except FileNotFoundError:
-        return False

@@ -108,13 +108,21 @@ def test_run_stops_when_health_never_answers(tmp_path: Path, fake_clis: FakeClis
 def test_tunnel_run_reads_the_url_and_registers_webhooks(
     tmp_path: Path, run_cli: RunCli, fake_clis: FakeClis, health_server: int
 ) -> None:
-    files = {"fastagent/channels/hooky.py": HOOKED_CHANNEL, "fastagent/channels/socket.py": LONG_CHANNEL}
+    github = (
+        "from fastagent_cli.channels import github_channel\n\nchannel = github_channel(on=lambda e: [])\n"
+    )
+    files = {
+        "fastagent/channels/hooky.py": HOOKED_CHANNEL,
+        "fastagent/channels/socket.py": LONG_CHANNEL,
+        "fastagent/channels/github.py": github,
+    }
     ws = write_workspace(tmp_path / "ws", 'model = "scripted/echo"\n', files)
     _answer_healthy(fake_clis, health_server, "agent\ntunnel\n")
     logs = "tunnel-1  | INF +----+\ntunnel-1  | INF |  https://quiet-river-42.trycloudflare.com  |\n"
     fake_clis.answer("docker", ["compose", "-f", "fastagent/fastagent.compose.yml", "logs"], logs)
     hook_log = tmp_path / "hook.txt"
-    done = run_cli("deploy", "docker", str(ws), "--tunnel", "--run", env={"HOOK_LOG": str(hook_log)})
+    env = {"HOOK_LOG": str(hook_log), "GITHUB_WEBHOOK_SECRET": "s"}
+    done = run_cli("deploy", "docker", str(ws), "--tunnel", "--run", env=env)
     assert done.returncode == 0, done.stderr
     assert "tunnel:" in (ws / "fastagent" / "fastagent.compose.yml").read_text()
     assert [
@@ -129,9 +137,10 @@ def test_tunnel_run_reads_the_url_and_registers_webhooks(
     assert hook_log.read_text() == "https://quiet-river-42.trycloudflare.com"
     assert "[fastagent] hooky: webhook registered" in done.stderr
     assert "[fastagent] socket: long connection, no webhook to register" in done.stderr
-    failed = run_cli(
-        "deploy", "docker", str(ws), "--run", env={"HOOK_LOG": str(hook_log), "HOOK_OUTCOME": "failed"}
-    )
+    payload = "Payload URL https://quiet-river-42.trycloudflare.com/webhook, content type application/json"
+    assert payload in done.stderr
+    assert "[fastagent] github: webhook manual" in done.stderr
+    failed = run_cli("deploy", "docker", str(ws), "--run", env={**env, "HOOK_OUTCOME": "failed"})
     assert failed.returncode == 1
     assert (
         "Error: deploy stopped: webhook registration failed for: hooky; the app itself deployed"

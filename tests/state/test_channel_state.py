@@ -92,10 +92,23 @@ async def test_an_unreadable_document_raises(tmp_path: Path) -> None:
         await FileChannelState(tmp_path).load("turns")
 
 
-async def test_a_failed_append_raises_and_writes_nothing(tmp_path: Path) -> None:
-    store = FileChannelState(tmp_path)
-    await store.append("turns", [1])
-    (tmp_path / "turns.jsonl").unlink()
-    (tmp_path / "turns.jsonl").mkdir()
+async def test_a_journal_that_cannot_be_opened_raises(tmp_path: Path) -> None:
+    (tmp_path / "turns.jsonl").mkdir(parents=True)
     with pytest.raises(OSError):
-        await store.append("turns", [2])
+        await FileChannelState(tmp_path).append("turns", [1])
+
+
+async def test_appends_are_whole_lines_in_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileChannelState(tmp_path)
+    await store.append("turns", ["first"])
+    writes: list[bytes] = []
+    real_write = os.write
+
+    def spy(fd: int, data: bytes) -> int:
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr("fastagent_cli.state.channel_state.os.write", spy)
+    await store.append("turns", ["a", {"b": 1}], sync=False)
+    assert writes == [b'{"g":0,"e":"a"}\n{"g":0,"e":{"b":1}}\n']
+    await store.aclose()

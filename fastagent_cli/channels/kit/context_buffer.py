@@ -162,7 +162,9 @@ class ContextBuffer(JournaledState[_Buffers]):
         if not consumed:
             return
         try:
-            await self.commit({"op": "commit", "place": place, "seqs": [e["seq"] for e in consumed]})
+            await self.commit(
+                {"op": "commit", "place": place, "seqs": [e["seq"] for e in consumed]}, sync=False
+            )
         except StateWriteError as exc:
             log.error("%s %s (a restart may fold answered discussion again)", self.label, exc)
 

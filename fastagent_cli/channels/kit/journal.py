@@ -6,13 +6,15 @@ how one operation changes the state. Then:
 
 * :meth:`~JournaledState.commit` makes operations durable *first* and applies them to memory only
   once the journal append succeeded, so memory never runs ahead of disk (a failed write changes
-  nothing: the caller answers 500 and the platform redelivers);
+  nothing: the caller answers 500 and the platform redelivers). What gates an acknowledgement is
+  flushed to stable storage (fsync, ``sync=True``); bookkeeping after it (``sync=False``) is
+  written whole but not flushed: it survives the process dying, not the machine;
 * :meth:`~JournaledState.remember` applies at once and persists in the background (for caches whose
   loss costs little: the seen ring, participation);
 * concurrent operations are group-committed: while one append is in flight the next ones queue, and
   the following append carries them all;
-* every :data:`COMPACT_EVERY` operations the state is rewritten as a snapshot and the journal
-  emptied.
+* after :data:`COMPACT_EVERY` operations, once writes pause for :data:`IDLE_S` (or at ten times
+  that many, pause or not), the state is rewritten as a snapshot and the journal emptied.
 
 Opening reads snapshot and journal; a corrupt file, a wrong-shaped snapshot or a malformed
 operation is a warning naming the file and the state starts empty (or without that operation),
@@ -24,18 +26,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.state.channel_state import ChannelStateStore
 
-__all__ = ["COMPACT_EVERY", "JournaledState", "StateWriteError"]
+__all__ = ["COMPACT_EVERY", "IDLE_S", "JournaledState", "StateWriteError"]
 
 log = logging.getLogger("fastagent.channel")
 
 S = TypeVar("S")
-COMPACT_EVERY = 256
-"""Journal operations after which the state is rewritten as one snapshot."""
+COMPACT_EVERY = 1000
+"""Journal operations after which the state is rewritten as one snapshot (once writes pause)."""
+IDLE_S = 1.0
+"""How long writes must pause before a due compaction runs."""
 
 
 class StateWriteError(Exception):
@@ -43,12 +48,15 @@ class StateWriteError(Exception):
 
 
 class _Batch:
-    __slots__ = ("applied", "done", "ops")
+    __slots__ = ("applied", "done", "ops", "sync")
 
-    def __init__(self, ops: list[dict[str, Any]], applied: bool, done: asyncio.Future[None] | None) -> None:
+    def __init__(
+        self, ops: list[dict[str, Any]], applied: bool, done: asyncio.Future[None] | None, sync: bool
+    ) -> None:
         self.ops = ops
         self.applied = applied
         self.done = done
+        self.sync = sync
 
 
 class JournaledState(Generic[S]):
@@ -65,6 +73,8 @@ class JournaledState(Generic[S]):
         self._queue: list[_Batch] = []
         self._writer: asyncio.Task[None] | None = None
         self._since_snapshot = 0
+        self._last_op = 0.0
+        self._idle: asyncio.Task[None] | None = None
 
     # --- what a store defines -------------------------------------------------------------------
 
@@ -115,25 +125,31 @@ class JournaledState(Generic[S]):
             await self.store.replace(self.name, self.encode(self.state))
 
     async def aclose(self) -> None:
-        """Wait for queued writes to land."""
+        """Wait for queued writes to land, and compact when it is due."""
         writer = self._writer
         if writer is not None and not writer.done():
             with contextlib.suppress(Exception):
                 await asyncio.shield(writer)
+        if self._idle is not None:
+            self._idle.cancel()
+            with contextlib.suppress(BaseException):
+                await self._idle
+        if self._since_snapshot >= self.compact_every:
+            await self._compact()
 
     # --- changing the state ---------------------------------------------------------------------
 
-    async def commit(self, *ops: dict[str, Any]) -> None:
+    async def commit(self, *ops: dict[str, Any], sync: bool = True) -> None:
         """Persist ``ops``, then apply them. Raises :class:`StateWriteError` (nothing applied)."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._enqueue(_Batch(list(ops), False, done))
+        self._enqueue(_Batch(list(ops), False, done, sync))
         await done
 
     def remember(self, *ops: dict[str, Any]) -> None:
-        """Apply ``ops`` now and persist them in the background (a failed write is a warning)."""
+        """Apply ``ops`` now and write them in the background (a failed write is a warning)."""
         for op in ops:
             self.apply(self.state, op)
-        self._enqueue(_Batch(list(ops), True, None))
+        self._enqueue(_Batch(list(ops), True, None, False))
 
     def _enqueue(self, batch: _Batch) -> None:
         self._queue.append(batch)
@@ -145,7 +161,7 @@ class JournaledState(Generic[S]):
             batches, self._queue = self._queue, []
             ops = [op for batch in batches for op in batch.ops]
             try:
-                await self.store.append(self.name, ops)
+                await self.store.append(self.name, ops, sync=any(batch.sync for batch in batches))
             except OSError as exc:
                 error = StateWriteError(f"cannot write {self.where}: {exc.strerror or exc}")
                 for batch in batches:
@@ -162,8 +178,24 @@ class JournaledState(Generic[S]):
                     else:
                         batch.done.set_exception(problem)
             self._since_snapshot += len(ops)
-            if self._since_snapshot >= self.compact_every:
+            self._last_op = time.monotonic()
+            if self._since_snapshot >= 10 * self.compact_every:
+                await self._compact()  # a stream that never pauses: compact now, bounded
+            elif self._since_snapshot >= self.compact_every and self._idle is None:
+                self._idle = asyncio.create_task(self._compact_when_idle())
+
+    async def _compact_when_idle(self) -> None:
+        """Compact once no operation came for :data:`IDLE_S`: an acknowledgement waiting for the
+        journal never waits for a snapshot rewrite during a burst."""
+        try:
+            while True:
+                await asyncio.sleep(IDLE_S)
+                if time.monotonic() - self._last_op >= IDLE_S and not self._queue:
+                    break
+            if self._writer is None or self._writer.done():
                 await self._compact()
+        finally:
+            self._idle = None
 
     def _apply_all(self, ops: list[dict[str, Any]]) -> StateWriteError | None:
         for op in ops:

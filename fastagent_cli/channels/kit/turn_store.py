@@ -152,7 +152,7 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
             await self.remove(turn_id)
             return "exceeded"
         try:
-            await self.commit({"op": "attempt", "id": turn_id, "attempts": attempts})
+            await self.commit({"op": "attempt", "id": turn_id, "attempts": attempts}, sync=False)
         except StateWriteError as exc:
             log.error(
                 "%s cannot count a start of turn %s, so it waits for the next start instead of running "
@@ -176,6 +176,6 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         if turn_id not in self.state:
             return
         try:
-            await self.commit({"op": "remove", "id": turn_id})
+            await self.commit({"op": "remove", "id": turn_id}, sync=False)
         except StateWriteError as exc:
             log.error("%s %s (a restart may replay turn %s)", self.label, exc, turn_id)

@@ -229,7 +229,7 @@ class _Bot:
         self.route = options.route
         self.format_error: OnError = options.on_error or default_error_message
         self.files = channel_home(state_root_of(ctx), KIND) / "files"
-        store = open_channel_state(ctx, KIND)
+        store = self.store = open_channel_state(ctx, KIND)
         self.turns = TurnStore(store, label="[telegram]", is_record=_is_turn, order=_order)
         self.buffers = ContextBuffer(store, label="[telegram]", line=_buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
@@ -304,6 +304,7 @@ class _Bot:
                 await task
         for store in (self.turns, self.buffers, self.seen):
             await store.aclose()
+        await self.store.aclose()
         await self.api.aclose()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:

@@ -39,7 +39,7 @@ __all__ = ["EDIT_THROTTLE_S", "FINAL_MIN_GAP_S", "NO_REPLY", "TurnFailedError", 
 log = logging.getLogger("fastagent.channel")
 
 EDIT_THROTTLE_S = 1.5
-FINAL_MIN_GAP_S = 1.0
+FINAL_MIN_GAP_S = 1.2
 THINKING_TAIL = 280
 NO_REPLY = "(no reply)"
 ENDED_EARLY = "the turn ended without completing"

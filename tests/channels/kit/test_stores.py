@@ -3,6 +3,7 @@ participants. Ceilings, persistence across a restart, corrupt and wrong-shaped f
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -73,11 +74,21 @@ async def test_the_ceiling_drops_a_turn_started_three_times(tmp_path: Path, capl
     assert (await opened_turns(tmp_path)).recover() == []
 
 
-async def test_an_unpersistable_attempt_defers_the_turn(tmp_path: Path) -> None:
+def disk_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every journal write fails from now on, as on a full disk."""
+
+    def write(fd: int, data: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("fastagent_cli.state.channel_state.os.write", write)
+
+
+async def test_an_unpersistable_attempt_defers_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = await opened_turns(tmp_path)
     await store.add(turn("3"))
-    (tmp_path / "turns.jsonl").unlink()
-    (tmp_path / "turns.jsonl").mkdir()
+    disk_full(monkeypatch)
     assert await store.start_attempt("3") == "defer"
     assert store.recover()[0]["attempts"] == 0  # memory matches the disk: nothing was applied
 
@@ -128,11 +139,29 @@ async def test_the_journal_is_compacted_into_the_snapshot(tmp_path: Path) -> Non
     for n in range(25):
         await store.add(turn(str(n)))
         await store.remove(str(n - 1))
+    journal = (tmp_path / "turns.jsonl").read_text().splitlines()
+    assert len(journal) == 49  # no rewrite in the middle of a burst (25 adds, 24 removes)
     await store.aclose()
     snapshot = json.loads((tmp_path / "turns.json").read_text())
-    assert snapshot["generation"] >= 4
-    assert len((tmp_path / "turns.jsonl").read_text().splitlines()) < 10
+    assert snapshot["generation"] == 1 and list(snapshot["data"]) == ["24"]
+    assert (tmp_path / "turns.jsonl").read_text() == ""
     assert [r["id"] for r in (await opened_turns(tmp_path)).recover()] == ["24"]
+
+
+async def test_a_due_compaction_waits_for_a_pause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fastagent_cli.channels.kit.journal.IDLE_S", 0.2)
+    store = TurnStore(FileChannelState(tmp_path), label="[test]", order=order)
+    store.compact_every = 4
+    await store.open()
+    for n in range(5):
+        await store.add(turn(str(n)))
+    assert not (tmp_path / "turns.json").exists()
+    for _ in range(50):
+        await asyncio.sleep(0.05)
+        if (tmp_path / "turns.json").exists():
+            break
+    assert len(json.loads((tmp_path / "turns.json").read_text())["data"]) == 5
+    assert (tmp_path / "turns.jsonl").read_text() == ""
 
 
 # --- seen ----------------------------------------------------------------------------------------
@@ -194,12 +223,13 @@ async def test_commit_removes_only_what_the_turn_folded(tmp_path: Path) -> None:
     assert (await opened_buffer(tmp_path)).peek("g").text == "c: three (arrived while the turn ran)"
 
 
-async def test_a_failed_push_raises_and_changes_nothing(tmp_path: Path) -> None:
+async def test_a_failed_push_raises_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     buffer = await opened_buffer(tmp_path)
     await buffer.push("g", {"sender": "a", "body": "kept"})
-    (tmp_path / "buffers.jsonl").unlink()
-    (tmp_path / "buffers.jsonl").mkdir()
-    with pytest.raises(StateWriteError):
+    disk_full(monkeypatch)
+    with pytest.raises(StateWriteError, match="No space left on device"):
         await buffer.push("g", {"sender": "b", "body": "lost"})
     assert buffer.peek("g").text == "a: kept"
 
