@@ -5,13 +5,16 @@
 Everything runs from the binary, offline: ``--version``; ``init`` (full and ``--minimal``);
 ``invoke`` on the scripted demo, whose script makes a real ``bash`` tool call; ``info --json``;
 ``tool`` on a user tool that imports standard-library and bundled third-party modules; a tool of
-an MCP stdio server; ``start`` answering ``GET /health`` and one ``POST /invoke``; and ``chat``
+an MCP stdio server; ``start`` answering ``GET /health`` and one ``POST /invoke``; ``add github`` and
+``add telegram`` with ``start`` answering both webhook routes; and ``chat``
 in a pseudo-terminal. Prints one line per check; exits 1 naming the first failure.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import queue
@@ -25,6 +28,7 @@ import tempfile
 import termios
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -180,6 +184,69 @@ def smoke_start(binary: str, tmp: Path) -> None:
     print("ok  start (GET /health, POST /invoke, SIGTERM)")
 
 
+def smoke_channels(binary: str, tmp: Path) -> None:
+    """``add github`` and ``add telegram`` into a fresh agent, then ``start`` answers both routes."""
+    ok(binary, "init", "chan", "--minimal", cwd=tmp)
+    ok(binary, "add", "github", "chan", cwd=tmp)
+    ok(binary, "add", "telegram", "chan", cwd=tmp)
+    agent = tmp / "chan" / "fastagent"
+    for rel in ("channels/github.py", "channels/telegram.py", "tools/telegram_send.py"):
+        check((agent / rel).is_file(), f"add did not write {rel}")
+    secrets = dict(
+        line.split("=", 1)
+        for line in (agent / ".env").read_text().splitlines()
+        if "=" in line and line[0] != "#"
+    )
+    with open(agent / ".env", "a", encoding="utf-8") as fh:
+        fh.write("TELEGRAM_BOT_TOKEN=1:smoke\nTELEGRAM_API_BASE_URL=http://127.0.0.1:9\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    proc = subprocess.Popen(
+        [binary, "start", "chan", "--port", "0", "--bind", "127.0.0.1", "--model", "scripted/echo"],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{_listen_port(proc)}"
+        ping = b'{"zen": "smoke"}'
+        signature = (
+            "sha256=" + hmac.new(secrets["GITHUB_WEBHOOK_SECRET"].encode(), ping, hashlib.sha256).hexdigest()
+        )
+        headers = {
+            "content-type": "application/json",
+            "x-github-event": "ping",
+            "x-hub-signature-256": signature,
+        }
+        check(_status(f"{base}/webhook", ping, headers) == 204, "github ping with a good signature")
+        check(
+            _status(f"{base}/webhook", ping, {**headers, "x-hub-signature-256": "sha256=0"}) == 401,
+            "bad signature",
+        )
+        edit = b'{"update_id": 1, "edited_message": {"message_id": 1, "chat": {"id": 1, "type": "private"}}}'
+        token = {"x-telegram-bot-api-secret-token": secrets["TELEGRAM_SECRET_TOKEN"]}
+        check(_status(f"{base}/telegram", edit, token) == 200, "telegram update with the secret token")
+        check(_status(f"{base}/telegram", edit, {}) == 401, "telegram update without the secret token")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    print("ok  add github|telegram, start (POST /webhook, POST /telegram)")
+
+
+def _status(url: str, body: bytes, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(url, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
 def _listen_port(proc: subprocess.Popen[str]) -> int:
     """The port from the ``http host on`` line; stderr is drained by a thread from then on."""
     assert proc.stderr is not None
@@ -267,6 +334,7 @@ def main() -> int:
         try:
             smoke_cli(binary, Path(tmp))
             smoke_start(binary, Path(tmp))
+            smoke_channels(binary, Path(tmp))
             smoke_chat(binary, Path(tmp))
         except (SmokeFailure, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
             print(f"binary smoke test FAILED: {exc}", file=sys.stderr)

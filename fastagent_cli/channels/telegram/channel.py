@@ -108,7 +108,7 @@ PRIVACY_WARNING = (
     "[telegram] privacy mode is on: the bot only sees @mentions, replies and commands in groups, so it "
     "cannot keep a group's context. Disable it via @BotFather → /setprivacy."
 )
-GET_ME_WAIT_S = 5.0
+GET_ME_WAIT_S = 2.0
 GET_ME_RETRY_S = 60.0
 _STOP = re.compile(r"^/stop(?:@([A-Za-z0-9_]+))?$", re.IGNORECASE)
 
