@@ -37,14 +37,14 @@ import logging
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.context_buffer import BufferEntry, ContextBuffer, Fold
+from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
-from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message, stream_turn
+from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.routes import ChannelRoutes, secret_matches
 from fastagent_cli.channels.kit.seen import SeenRing
@@ -55,17 +55,9 @@ from fastagent_cli.channels.telegram.api import (
     BOT_TOKEN_ENV,
     SECRET_TOKEN_ENV,
     BotApi,
-    Target,
     TelegramApiError,
 )
-from fastagent_cli.channels.telegram.media import (
-    collect_buffered,
-    message_files,
-    message_images,
-    own_files,
-    own_images,
-    resolve_attachments,
-)
+from fastagent_cli.channels.telegram.intake import buffer_entry, buffer_line, reply_target, turn_record
 from fastagent_cli.channels.telegram.parse import (
     TelegramRoute,
     bot_id_from_token,
@@ -74,22 +66,15 @@ from fastagent_cli.channels.telegram.parse import (
     is_group,
     message_of,
     place_of,
-    sender_label,
-    telegram_envelope,
-    thread_of,
 )
-from fastagent_cli.channels.telegram.preview import TurnFailedError, stream_reply
+from fastagent_cli.channels.telegram.runner import TurnRunner, is_turn, turn_order
 from fastagent_cli.channels.telegram.webhook import register_telegram_webhook
-from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
 from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
 from fastagent_cli.state.channel_state import channel_home
 
 __all__ = [
     "BOT_TOKEN_ENV",
-    "DROPPED_NOTICE",
-    "HTML_HINT",
-    "QUEUED_NOTICE",
     "SECRET_TOKEN_ENV",
     "TelegramChannel",
     "telegram_channel",
@@ -99,11 +84,6 @@ log = logging.getLogger("fastagent.channel")
 
 KIND = "telegram"
 ROUTE = "/telegram"
-QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
-DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
-HTML_HINT = (
-    "\n\n(Answer in Telegram HTML — <b> <i> <u> <s> <code> <pre> <a href> <blockquote> — not Markdown.)"
-)
 PRIVACY_WARNING = (
     "[telegram] privacy mode is on: the bot only sees @mentions, replies and commands in groups, so it "
     "cannot keep a group's context. Disable it via @BotFather → /setprivacy."
@@ -189,58 +169,29 @@ def telegram_channel(
     )
 
 
-def _is_turn(record: TurnRecord) -> bool:
-    return (
-        isinstance(record.get("place"), str)
-        and isinstance(record.get("text"), str)
-        and isinstance(record.get("chat"), int | str)
-        and (record.get("thread") is None or isinstance(record.get("thread"), int))
-        and (record.get("reply_to") is None or isinstance(record.get("reply_to"), int))
-        and isinstance(record.get("images"), list)
-        and all(isinstance(i, str) for i in record["images"])
-        and isinstance(record.get("files"), list)
-        and all(isinstance(f, dict) and isinstance(f.get("id"), str) for f in record["files"])
-        and (record.get("preview") is None or isinstance(record.get("preview"), int))
-    )
-
-
-def _order(record: TurnRecord) -> tuple[int, str]:
-    turn_id = record["id"]
-    return (int(turn_id), turn_id) if turn_id.lstrip("-").isdigit() else (0, turn_id)
-
-
-def _buffer_line(entry: BufferEntry) -> str:
-    meta = [f"msg {entry['msg']}"] if entry.get("msg") is not None else []
-    if entry.get("reply") is not None:
-        meta.append(f"reply to msg {entry['reply']}")
-    where = f" ({', '.join(meta)})" if meta else ""
-    return f"{entry.get('sender') or 'someone'}{where}: {entry['body']}"
-
-
 class _Bot:
     """One mounted Telegram channel."""
 
     def __init__(self, options: TelegramChannel, ctx: Any, secret: str, token: str) -> None:
-        self.agent = ctx.agent
         self.control = getattr(ctx, "control", None)
         self.secret = secret
         self.bot_id = bot_id_from_token(token)
         self.bot_username = options.bot_username
         self.route = options.route
-        self.format_error: OnError = options.on_error or default_error_message
-        self.files = channel_home(state_root_of(ctx), KIND) / "files"
+        format_error: OnError = options.on_error or default_error_message
+        files = channel_home(state_root_of(ctx), KIND) / "files"
         store = self.store = open_channel_state(ctx, KIND)
-        self.turns = TurnStore(store, label="[telegram]", is_record=_is_turn, order=_order)
-        self.buffers = ContextBuffer(store, label="[telegram]", line=_buffer_line)
+        self.turns = TurnStore(store, label="[telegram]", is_record=is_turn, order=turn_order)
+        self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
+        self.runner = TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error)
         self.queue: TurnQueue[TurnRecord] = TurnQueue(
-            self._run,
+            self.runner.run,
             label="[telegram]",
             session_of=lambda r: str(r["session"]),
-            on_queued_behind=self._queued,
+            on_queued_behind=self.runner.queued,
         )
-        self.notices: dict[str, asyncio.Task[int | None]] = {}
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -297,9 +248,10 @@ class _Bot:
 
     async def aclose(self) -> None:
         await self.queue.aclose()
-        for task in [*self.tasks, *self.notices.values()]:
+        await self.runner.aclose()
+        for task in self.tasks:
             task.cancel()
-        for task in [*self.tasks, *self.notices.values()]:
+        for task in list(self.tasks):
             with contextlib.suppress(BaseException):
                 await task
         for store in (self.turns, self.buffers, self.seen):
@@ -365,11 +317,11 @@ class _Bot:
             return
         if route is None:
             if is_group(message) and buffer_body(message):
-                await self.buffers.push(place, self._buffer_entry(message))
+                await self.buffers.push(place, buffer_entry(message))
             if delivery is not None:
                 self.seen.add(delivery)
             return
-        record = self._record(message, route, session, place, delivery)
+        record = turn_record(message, route, session, place, delivery)
         if record is None:
             return
         if await self.turns.add(record):
@@ -396,165 +348,13 @@ class _Bot:
         log.error("[telegram] route(update) returned %r: return a TelegramRoute, a dict or None", decided)
         return None
 
-    def _target(self, message: Mapping[str, Any], route: TelegramRoute | None) -> Target:
-        chat = route.chat_id if route and route.chat_id is not None else message["chat"]["id"]
-        thread = route.thread_id if route and route.thread_id is not None else thread_of(message)
-        same = str(chat) == str(message["chat"]["id"]) and thread == thread_of(message)
-        quote = message.get("message_id") if message["chat"].get("type") != "private" and same else None
-        return Target(chat, thread, quote if isinstance(quote, int) else None)
-
-    def _record(
-        self, message: Mapping[str, Any], route: TelegramRoute, session: str, place: str, delivery: str | None
-    ) -> TurnRecord | None:
-        text = route.text if route.text is not None else telegram_envelope(message)
-        images, files = message_images(message), message_files(message)
-        if not text.strip() and not images and not files:
-            return None
-        target = self._target(message, route)
-        return {
-            "id": delivery if delivery is not None else f"local-{time.time_ns()}",
-            "session": session,
-            "place": place,
-            "text": text,
-            "chat": target.chat_id,
-            "thread": target.thread_id,
-            "reply_to": target.reply_to,
-            "images": images,
-            "files": files,
-            "attempts": 0,
-        }
-
-    @staticmethod
-    def _buffer_entry(message: Mapping[str, Any]) -> BufferEntry:
-        replied = message.get("reply_to_message")
-        entry: BufferEntry = {
-            "sender": sender_label(message.get("from"))
-            or sender_label(message.get("sender_chat"))
-            or "someone",
-            "body": buffer_body(message),
-            "msg": message.get("message_id"),
-            "reply": replied.get("message_id") if isinstance(replied, Mapping) else None,
-        }
-        if own_images(message):
-            entry["images"] = own_images(message)
-        if own_files(message):
-            entry["files"] = own_files(message)
-        return entry
-
     async def _stop(self, message: Mapping[str, Any], route: TelegramRoute | None, session: str) -> None:
         feedback = await dispatch_stop(self.control, session, "[telegram]")
         try:
-            await self.api.send_message(self._target(message, route), feedback, html=False)
+            await self.api.send_message(reply_target(message, route), feedback, html=False)
         except TelegramApiError as exc:
             log.warning("[telegram] could not answer /stop: %s", exc)
-
-    # --- running a turn -------------------------------------------------------------------------
-
-    def _queued(self, record: TurnRecord) -> None:
-        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
-
-    async def _notice(self, record: TurnRecord) -> int | None:
-        try:
-            return await self.api.send_message(_target_of(record), QUEUED_NOTICE, html=False)
-        except TelegramApiError as exc:
-            log.warning("[telegram] the queue notice failed (the turn still runs): %s", exc)
-            return None
-
-    async def _run(self, record: TurnRecord) -> None:
-        turn_id, session = record["id"], record["session"]
-        notice = self.notices.pop(turn_id, None)
-        preview_id = await notice if notice is not None else record.get("preview")
-        if notice is not None and preview_id is not None:
-            self.turns.note(turn_id, preview=preview_id)
-        decision = await self.turns.start_attempt(turn_id)
-        if decision == "exceeded":
-            await self._tell_dropped(record, preview_id)
-            return
-        if decision == "defer":
-            if preview_id is not None:
-                with contextlib.suppress(TelegramApiError):
-                    await self.api.delete_message(record["chat"], preview_id)
-            return
-        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
-        log.info("[telegram] turn start: turn=%s session=%s %s", turn_id, session, where)
-        started = time.monotonic()
-        interrupted = False
-        try:
-            fold = self.buffers.peek(record["place"])
-            await stream_reply(
-                self._events(record, fold),
-                self.api,
-                _target_of(record),
-                self.format_error,
-                preview_id,
-                on_preview=lambda message_id: self.turns.note(turn_id, preview=message_id),
-            )
-            log.info("[telegram] turn done: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
-        except asyncio.CancelledError:
-            interrupted = True
-            log.warning(
-                "[telegram] turn interrupted: turn=%s session=%s (it replays on the next start)",
-                turn_id,
-                session,
-            )
-            raise
-        except (TurnFailedError, TelegramApiError) as exc:
-            log.error(
-                "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc
-            )
-        except Exception as exc:
-            log.exception("[telegram] turn failed: turn=%s session=%s: %s", turn_id, session, _describe(exc))
-        finally:
-            if not interrupted:
-                await self.turns.remove(turn_id)
-
-    async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
-        buffered = collect_buffered(fold.consumed, record["images"], record["files"])
-        folder = self.files / str(record["chat"])
-        try:
-            attachments = await resolve_attachments(
-                self.api, folder, record["images"], record["files"], buffered
-            )
-        except (TelegramApiError, OSError) as exc:
-            yield Failed(f"could not load an attachment: {one_line(str(exc), 300)}", True)
-            return
-        text = record["text"]
-        if fold.text:
-            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
-        prompt = Prompt(text + attachments.suffix + HTML_HINT, attachments.images)
-
-        async def completed() -> None:
-            # The turn is in the session now: the intent first (a crash after it does not replay),
-            # then the folded discussion (a crash before it only folds it once more).
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        async for event in stream_turn(
-            self.agent, Scope(record["session"]), prompt, label="[telegram]", on_completed=completed
-        ):
-            yield event
-
-    async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:
-        try:
-            if preview_id is not None:
-                await self.api.edit_message_text(record["chat"], preview_id, DROPPED_NOTICE)
-            else:
-                await self.api.send_message(_target_of(record), DROPPED_NOTICE, html=False)
-        except TelegramApiError as exc:
-            log.warning(
-                "[telegram] could not tell the asker a turn was dropped (session=%s): %s",
-                record["session"],
-                exc,
-            )
-
-
-def _target_of(record: TurnRecord) -> Target:
-    return Target(record["chat"], record.get("thread"), record.get("reply_to"))
 
 
 def _describe(exc: BaseException) -> str:
     return one_line(f"{type(exc).__name__}: {exc}", 500)
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

@@ -14,7 +14,7 @@ import pytest
 from fastagent_cli.channels import telegram_channel
 from fastagent_cli.channels.kit.stop import NOTHING_RUNNING, STOP_UNAVAILABLE, STOPPED
 from fastagent_cli.channels.kit.turn_store import TurnStore
-from fastagent_cli.channels.telegram.channel import DROPPED_NOTICE, HTML_HINT, QUEUED_NOTICE
+from fastagent_cli.channels.telegram.runner import DROPPED_NOTICE, HTML_HINT, QUEUED_NOTICE
 from fastagent_cli.contract import AgentEvent, Completed, Prompt, Scope, Text, ToolEnded, ToolStarted
 from fastagent_cli.state.channel_state import FileChannelState
 from tests.channels.conftest import SECRET, TOKEN, FakeAgent, Mount, answer, failing, idle

@@ -1,0 +1,202 @@
+"""Running the Telegram turns the webhook accepted: one :class:`TurnRunner` per mounted channel.
+
+A turn is a persisted intent (:data:`TurnRecord`: the session, the chat and thread to answer in,
+the message to quote, the prompt, the photos and files to load). Run in FIFO order per session:
+
+1. the ``⏳ Queued`` notice a turn got while its session was busy becomes its preview message (so
+   does the message a replayed turn had started, remembered in its record);
+2. the start is counted (:meth:`~fastagent_cli.channels.kit.turn_store.TurnStore.start_attempt`):
+   a turn started three times without finishing is dropped and its asker told to ask again;
+3. the group discussion buffered since the last answer is folded in, attachments are loaded (a
+   failure is a visible failed turn), and the Agent runs with the busy-wait;
+4. on ``completed`` the intent is removed, then the folded discussion committed; on a failure the
+   intent is removed too (the user was told); only an interrupted run keeps it, for the replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
+from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
+from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
+from fastagent_cli.channels.telegram.preview import TurnFailedError, stream_reply
+from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
+from fastagent_cli.errors import one_line
+
+__all__ = ["DROPPED_NOTICE", "HTML_HINT", "QUEUED_NOTICE", "TurnRunner", "is_turn", "turn_order"]
+
+log = logging.getLogger("fastagent.channel")
+
+QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
+DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
+HTML_HINT = (
+    "\n\n(Answer in Telegram HTML — <b> <i> <u> <s> <code> <pre> <a href> <blockquote> — not Markdown.)"
+)
+
+
+def is_turn(record: TurnRecord) -> bool:
+    """Does a stored record have the fields (and types) a Telegram turn needs?"""
+    return (
+        isinstance(record.get("place"), str)
+        and isinstance(record.get("text"), str)
+        and isinstance(record.get("chat"), int | str)
+        and (record.get("thread") is None or isinstance(record.get("thread"), int))
+        and (record.get("reply_to") is None or isinstance(record.get("reply_to"), int))
+        and isinstance(record.get("images"), list)
+        and all(isinstance(i, str) for i in record["images"])
+        and isinstance(record.get("files"), list)
+        and all(isinstance(f, dict) and isinstance(f.get("id"), str) for f in record["files"])
+        and (record.get("preview") is None or isinstance(record.get("preview"), int))
+    )
+
+
+def turn_order(record: TurnRecord) -> tuple[int, str]:
+    """Arrival order: a turn's id is its ``update_id``, which Telegram increases."""
+    turn_id = record["id"]
+    return (int(turn_id), turn_id) if turn_id.lstrip("-").isdigit() else (0, turn_id)
+
+
+def target_of(record: TurnRecord) -> Target:
+    return Target(record["chat"], record.get("thread"), record.get("reply_to"))
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        agent: Any,
+        api: BotApi,
+        turns: TurnStore,
+        buffers: ContextBuffer,
+        files: Path,
+        format_error: Callable[[ChannelFailure], str | None],
+    ) -> None:
+        self.agent = agent
+        self.api = api
+        self.turns = turns
+        self.buffers = buffers
+        self.files = files
+        self.format_error = format_error
+        self.notices: dict[str, asyncio.Task[int | None]] = {}
+
+    def queued(self, record: TurnRecord) -> None:
+        """The turn waits behind another of its session: tell the asker now."""
+        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+
+    async def _notice(self, record: TurnRecord) -> int | None:
+        try:
+            return await self.api.send_message(target_of(record), QUEUED_NOTICE, html=False)
+        except TelegramApiError as exc:
+            log.warning("[telegram] the queue notice failed (the turn still runs): %s", exc)
+            return None
+
+    async def aclose(self) -> None:
+        for task in self.notices.values():
+            task.cancel()
+        for task in self.notices.values():
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def run(self, record: TurnRecord) -> None:
+        turn_id, session = record["id"], record["session"]
+        notice = self.notices.pop(turn_id, None)
+        preview_id = await notice if notice is not None else record.get("preview")
+        if notice is not None and preview_id is not None:
+            self.turns.note(turn_id, preview=preview_id)
+        decision = await self.turns.start_attempt(turn_id)
+        if decision == "exceeded":
+            await self._tell_dropped(record, preview_id)
+            return
+        if decision == "defer":
+            if preview_id is not None:
+                with contextlib.suppress(TelegramApiError):
+                    await self.api.delete_message(record["chat"], preview_id)
+            return
+        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
+        log.info("[telegram] turn start: turn=%s session=%s %s", turn_id, session, where)
+        started = time.monotonic()
+        interrupted = False
+        try:
+            fold = self.buffers.peek(record["place"])
+            await stream_reply(
+                self._events(record, fold),
+                self.api,
+                target_of(record),
+                self.format_error,
+                preview_id,
+                on_preview=lambda message_id: self.turns.note(turn_id, preview=message_id),
+            )
+            log.info("[telegram] turn done: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
+        except asyncio.CancelledError:
+            interrupted = True
+            log.warning(
+                "[telegram] turn interrupted: turn=%s session=%s (it replays on the next start)",
+                turn_id,
+                session,
+            )
+            raise
+        except (TurnFailedError, TelegramApiError) as exc:
+            log.error(
+                "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc
+            )
+        except Exception as exc:
+            log.exception(
+                "[telegram] turn failed: turn=%s session=%s: %s",
+                turn_id,
+                session,
+                one_line(f"{type(exc).__name__}: {exc}", 500),
+            )
+        finally:
+            if not interrupted:
+                await self.turns.remove(turn_id)
+
+    async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
+        buffered = collect_buffered(fold.consumed, record["images"], record["files"])
+        folder = self.files / str(record["chat"])
+        try:
+            attachments = await resolve_attachments(
+                self.api, folder, record["images"], record["files"], buffered
+            )
+        except (TelegramApiError, OSError) as exc:
+            yield Failed(f"could not load an attachment: {one_line(str(exc), 300)}", True)
+            return
+        text = record["text"]
+        if fold.text:
+            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
+        prompt = Prompt(text + attachments.suffix + HTML_HINT, attachments.images)
+
+        async def completed() -> None:
+            # The turn is in the session now: the intent first (a crash after it does not replay),
+            # then the folded discussion (a crash before it only folds it once more).
+            await self.turns.remove(record["id"])
+            await self.buffers.commit_consumed(record["place"], fold.consumed)
+
+        async for event in stream_turn(
+            self.agent, Scope(record["session"]), prompt, label="[telegram]", on_completed=completed
+        ):
+            yield event
+
+    async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:
+        try:
+            if preview_id is not None:
+                await self.api.edit_message_text(record["chat"], preview_id, DROPPED_NOTICE)
+            else:
+                await self.api.send_message(target_of(record), DROPPED_NOTICE, html=False)
+        except TelegramApiError as exc:
+            log.warning(
+                "[telegram] could not tell the asker a turn was dropped (session=%s): %s",
+                record["session"],
+                exc,
+            )
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
