@@ -391,6 +391,7 @@ class Updates:
             message["reply_to_message"] = reply_to
         if thread_id is not None:
             message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
         message.update(extra)
         return {"update_id": self.update_id, "message": message}
 

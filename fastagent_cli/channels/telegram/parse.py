@@ -29,6 +29,7 @@ __all__ = [
     "replies_to_bot",
     "sender_label",
     "telegram_envelope",
+    "thread_of",
 ]
 
 Message = Mapping[str, Any]
@@ -62,7 +63,12 @@ def is_group(message: Message) -> bool:
 
 
 def thread_of(message: Message) -> int | None:
+    """The forum topic (or private-chat topic) a message is in. Only a topic counts: in a
+    supergroup without topics a reply carries ``message_thread_id`` too (its reply chain's root),
+    and sending into that "thread" fails with "message thread not found"."""
     thread = message.get("message_thread_id")
+    if message.get("is_topic_message") is not True:
+        return None
     return thread if isinstance(thread, int) and not isinstance(thread, bool) and thread else None
 
 

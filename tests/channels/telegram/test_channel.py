@@ -438,3 +438,24 @@ def test_mounting_without_tokens_is_an_error_naming_the_variable(monkeypatch: py
     monkeypatch.delenv("TELEGRAM_BOT_TOKEN")
     with pytest.raises(ServeError, match="set TELEGRAM_BOT_TOKEN in .env"):
         telegram_channel()(ChannelContext(FakeAgent(), Path("/tmp/x")))
+
+
+async def test_a_forum_topic_is_its_own_session_and_a_reply_chain_is_not(
+    telegram: FakeTelegram, mount: Mount
+) -> None:
+    agent = FakeAgent(answer("here"))
+    bot = await mount(channel(telegram), agent)
+    updates = Updates()
+    ask = "@fa_test_bot status?"
+    topic = updates.message(
+        ask, chat_id=GROUP, chat_type="supergroup", thread_id=55, entities=mention(ask, "fa_test_bot")
+    )
+    await bot.update(topic)
+    chain = updates.message(
+        ask, chat_id=GROUP, chat_type="supergroup", entities=mention(ask, "fa_test_bot"), message_thread_id=3
+    )
+    await bot.update(chain)
+    await idle(bot)
+    assert [scope.session for scope, _ in agent.calls] == [f"{GROUP}:55", str(GROUP)]
+    threads = [c.params.get("message_thread_id") for c in telegram.methods("sendMessage")]
+    assert threads == [55, None]

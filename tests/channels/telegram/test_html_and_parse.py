@@ -128,6 +128,9 @@ def test_the_default_route() -> None:
 def test_places_tokens_and_the_envelope() -> None:
     updates = Updates()
     assert place_of(updates.message("x", chat_id=-5, thread_id=77)["message"]) == "-5:77"
+    # A reply in a supergroup without topics carries the chain's root as message_thread_id: not a topic.
+    reply = updates.message("x", chat_id=-5, chat_type="supergroup", message_thread_id=12)["message"]
+    assert place_of(reply) == "-5"
     assert bot_id_from_token("123:abc") == 123 and bot_id_from_token("abc") is None
     original = {
         "message_id": 3,
