@@ -19,6 +19,7 @@ persist and the ACK can run a delivery twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -64,7 +65,7 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         self._is_record = is_record
         self._order = order
         self.max_attempts = max_attempts
-        self._adding: set[str] = set()
+        self._adding: dict[str, asyncio.Future[None]] = {}
         super().__init__(store, label=label)
 
     # --- the document ---------------------------------------------------------------------------
@@ -118,16 +119,24 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
 
     async def add(self, record: TurnRecord) -> bool:
         """Persist an accepted turn; ``False`` when its id is already pending (nothing changes).
-        Raises :class:`StateWriteError` when it cannot be persisted."""
+        Raises :class:`StateWriteError` when it cannot be persisted, and so does a second add of
+        the same id made while the first was being written (a redelivery racing the original must
+        not be acknowledged when the original fails)."""
         turn_id = record["id"]
-        if self.pending(turn_id):
+        in_flight = self._adding.get(turn_id)
+        if in_flight is not None:
+            await asyncio.shield(in_flight)
+            return False
+        if turn_id in self.state:
             return False
         turn = {**record, "attempts": int(record.get("attempts", 0))}
-        self._adding.add(turn_id)
+        task = asyncio.ensure_future(self.commit({"op": "add", "turn": turn}))
+        self._adding[turn_id] = task
         try:
-            await self.commit({"op": "add", "turn": turn})
+            await asyncio.shield(task)
         finally:
-            self._adding.discard(turn_id)
+            if self._adding.get(turn_id) is task:
+                del self._adding[turn_id]
         return True
 
     def recover(self) -> list[TurnRecord]:

@@ -299,7 +299,7 @@ class _Bot:
             return
         update_id = update.get("update_id")
         delivery = str(update_id) if isinstance(update_id, int) else None
-        if delivery is not None and (delivery in self.seen or self.turns.pending(delivery)):
+        if delivery is not None and delivery in self.seen:
             log.debug("[telegram] update %s was delivered before; ignored", delivery)
             return
         if is_group(message):

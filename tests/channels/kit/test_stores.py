@@ -56,6 +56,18 @@ async def test_re_adding_a_pending_id_keeps_its_attempts(tmp_path: Path) -> None
     assert (await opened_turns(tmp_path)).recover()[0]["attempts"] == 1
 
 
+async def test_a_concurrent_second_add_shares_the_first_ones_fate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await opened_turns(tmp_path)
+    first, second = await asyncio.gather(store.add(turn("8")), store.add(turn("8")))
+    assert (first, second) == (True, False)
+    disk_full(monkeypatch)
+    results = await asyncio.gather(store.add(turn("9")), store.add(turn("9")), return_exceptions=True)
+    assert [type(r) for r in results] == [StateWriteError, StateWriteError]
+    assert not store.pending("9")
+
+
 async def test_recovery_is_in_arrival_order(tmp_path: Path) -> None:
     store = await opened_turns(tmp_path)
     for turn_id in ("30", "4", "100", "7"):
