@@ -19,6 +19,8 @@
    writes the answer at least 1.2 s after the last edit.
 
 Both run against a fake Bot API and the scripted model on 127.0.0.1; the client shares the machine.
+The disk flush an acknowledgement waits for, and the CPU pressure, are printed first: on a shared
+machine the latency figures move with them.
 """
 
 from __future__ import annotations
@@ -141,6 +143,34 @@ def github_requests(count: int) -> list[tuple[bytes, dict[str, str]]]:
     return out
 
 
+def flush_latency(directory: Path, samples: int = 200) -> list[float]:
+    """This machine's cost of what an acknowledgement waits for: one line appended and
+    ``fdatasync``-ed, ``samples`` times, in milliseconds."""
+    path = directory / "probe.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    out = []
+    try:
+        for n in range(samples):
+            started = time.perf_counter()
+            os.write(fd, f'{{"probe": {n}}}\n'.encode())
+            os.fdatasync(fd)
+            out.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.01)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return out
+
+
+def cpu_pressure() -> str:
+    """``some avg10`` of ``/proc/pressure/cpu`` (how often tasks waited for a CPU), if available."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except OSError:
+        return "unknown"
+    return next((f"{part.split('=')[1]} %" for part in line.split() if part.startswith("avg10=")), "unknown")
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (``/proc/<pid>/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -252,6 +282,11 @@ async def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         agent = make_agent(Path(tmp))
+        flush = flush_latency(Path(tmp))
+        print(
+            f"this machine now: an append + fdatasync takes p50 {statistics.median(flush):.1f} ms, "
+            f"p99 {percentile(flush, 0.99):.1f} ms; CPU pressure {cpu_pressure()}"
+        )
         async with FakeTelegram() as telegram:
             env = {"TELEGRAM_API_BASE_URL": telegram.base_url}
             server = await ServerProcess.start(
