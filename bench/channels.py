@@ -16,7 +16,8 @@
    timestamped by the fake Bot API. Reported: the smallest gap between two writes to one message
    and the most writes to one chat in any 1 s and any 60 s window. Telegram asks bots to stay at
    about one message per second per chat; the channel edits a preview at most every 1.5 s and
-   writes the answer at least 1.2 s after the last edit.
+   writes the answer at least 1.2 s after the last preview edit (a quick answer replaces the
+   placeholder at once).
 
 Both run against a fake Bot API and the scripted model on 127.0.0.1; the client shares the machine.
 The disk flush an acknowledgement waits for, and the CPU pressure, are printed first: on a shared
@@ -266,7 +267,8 @@ async def preview_rate(args: argparse.Namespace, telegram: FakeTelegram, port: i
     )
     print(f"writes to preview messages: {writes} ({writes / len(chats):.1f} a turn)")
     print(
-        f"smallest gap between two writes to one message: {min(gaps):.2f} s (edits >= 1.5 s, answer >= 1.2 s)"
+        f"smallest gap between two writes to one message: {min(gaps):.2f} s "
+        "(edits >= 1.5 s apart, the answer >= 1.2 s after one)"
     )
     print(f"most writes to one chat in any 1 s: {worst_second}; in any 60 s: {worst_minute}")
     return min(gaps) >= 1.0 and worst_second <= 1

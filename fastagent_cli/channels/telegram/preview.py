@@ -7,8 +7,9 @@ partial answer may hold unbalanced HTML). On ``completed`` the same message beco
 HTML with a plain-text fallback, or ``(no reply)`` when it is empty; an answer longer than one
 message is sent as fresh messages after the placeholder is deleted, so its parts stay together.
 On ``failed`` the user reads ``on_error``'s text (nothing if it returns ``""``: the placeholder is
-deleted) and the details go to the log. The final write waits until :data:`FINAL_MIN_GAP_S` after
-the last edit, so a message is never edited faster than Telegram allows.
+deleted) and the details go to the log. The answer follows the last preview edit by at least
+:data:`FINAL_MIN_GAP_S` (a quick answer replaces the placeholder at once), so a preview message is
+never edited faster than about once a second.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class _Reply:
         self.sent_placeholder = preview_id is not None
         self.view = TurnView()
         self.last_text = ""
+        self.last_edit = float("-inf")
+        """When the last preview edit started: the answer never follows one closer than the gap."""
         self.pump = PreviewPump(self.flush, throttle_s=EDIT_THROTTLE_S, on_error=self._preview_failed)
 
     def render(self) -> str:
@@ -82,6 +85,7 @@ class _Reply:
             return
         self.last_text = text
         if self.message_id is not None:
+            self.last_edit = time.monotonic()
             await self.api.edit_message_text(self.target.chat_id, self.message_id, text)
             return
         if self.sent_placeholder:
@@ -121,7 +125,7 @@ class _Reply:
         await self.api.send_message(self.target, text, html=html)
 
     async def _spaced(self) -> None:
-        wait = self.pump.last_write + FINAL_MIN_GAP_S - time.monotonic()
+        wait = self.last_edit + FINAL_MIN_GAP_S - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
 

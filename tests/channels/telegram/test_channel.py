@@ -459,3 +459,12 @@ async def test_a_forum_topic_is_its_own_session_and_a_reply_chain_is_not(
     assert [scope.session for scope, _ in agent.calls] == [f"{GROUP}:55", str(GROUP)]
     threads = [c.params.get("message_thread_id") for c in telegram.methods("sendMessage")]
     assert threads == [55, None]
+
+
+async def test_a_quick_answer_replaces_the_placeholder_at_once(telegram: FakeTelegram, mount: Mount) -> None:
+    bot = await mount(channel(telegram), FakeAgent(answer("fast")))
+    await bot.update(Updates().message("quick"))
+    await idle(bot)
+    [message] = telegram.of_chat(42)
+    [(edited_at, text, _)] = message.edits
+    assert text == "fast" and edited_at - message.sent_at < 0.9  # no wait after a bare placeholder
