@@ -7,7 +7,7 @@ whole document. :class:`ChannelStateStore` is the whole contract; a shared backe
 row per document and one per journal entry) replaces :class:`FileChannelState` without the channels
 noticing.
 
-The file layout under ``<state root>/channels/<kind>/``::
+The file layout under ``<state root>/channels/<kind>/`` (directories 0700, files 0600: chat content)::
 
     turns.json     {"generation": 3, "data": ...}        atomic: temp file + fsync + rename
     turns.jsonl    {"g": 3, "e": ...}  one entry a line   whole-line appends (+ fdatasync when asked)
@@ -20,6 +20,7 @@ ignores (their effect is in the snapshot). A journal line cut short by a crash i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fastagent_cli.state.atomic import atomic_write_json, dumps_line, parse_jsonl
+from fastagent_cli.state.atomic import FILE_MODE, atomic_write_json, dumps_line, make_private_dir, parse_jsonl
 
 __all__ = [
     "CHANNELS_STATE_DIR",
@@ -154,17 +155,23 @@ class FileChannelState:
                 fd = self._journals[name] = await asyncio.to_thread(self._open_journal, name)
             generation = self._generations[name]
             payload = "".join(dumps_line({"g": generation, "e": entry}) + "\n" for entry in entries)
-            _write_all(fd, payload.encode("utf-8"))
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, payload.encode("utf-8"))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)  # a full disk took part of the lines: take them back
+                raise
             if sync:
                 await asyncio.to_thread(os.fdatasync, fd)
 
     def _open_journal(self, name: str) -> int:
         """Open the journal for appends; a line a crash cut short gets a line break first, so the
         next entry starts on a line of its own."""
-        self.home.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.home)
         path = self._journal_path(name)
         created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             _write_all(fd, b"\n")
@@ -181,7 +188,7 @@ class FileChannelState:
             self._generations[name] = generation
 
     def _replace(self, name: str, generation: int, snapshot: Any) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.home)
         atomic_write_json(self._snapshot_path(name), {"generation": generation, "data": snapshot})
         journal = self._journal_path(name)
         if journal.exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,13 @@ async def test_appends_are_whole_lines_in_one_write(tmp_path: Path, monkeypatch:
     await store.append("turns", ["a", {"b": 1}], sync=False)
     assert writes == [b'{"g":0,"e":"a"}\n{"g":0,"e":{"b":1}}\n']
     await store.aclose()
+
+
+async def test_channel_state_is_private(tmp_path: Path) -> None:
+    home = tmp_path / "channels" / "telegram"
+    store = FileChannelState(home)
+    await store.append("turns", [1])
+    await store.replace("seen", ["a"])
+    await store.aclose()
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in home.iterdir()} == {0o600}

@@ -32,6 +32,7 @@ from fastagent_cli.channels.kit.invoke import (
 )
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
 from fastagent_cli.contract import ImageRef
+from fastagent_cli.state.atomic import FILE_MODE, make_private_dir
 
 __all__ = [
     "MAX_IMAGE_BYTES",
@@ -156,9 +157,11 @@ async def _file(api: BotApi, item: Mapping[str, Any], folder: Path) -> ManifestF
     path = folder / f"{uuid.uuid4().hex[:8]}-{_safe_name(name)}"
 
     def write() -> None:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
 
     await asyncio.to_thread(write)
