@@ -245,3 +245,21 @@ async def test_a_broken_channel_state_file_is_a_warning_not_a_crash(bot: Bot, te
     await bot.update(Updates().message("still works"))
     await telegram.wait_for_text(42, "echo: still works")
     assert os.path.exists(home / "turns.json")
+
+
+async def test_stop_aborts_the_running_turn_and_the_queued_one_still_runs(
+    bot: Bot, telegram: FakeTelegram
+) -> None:
+    server = await bot.start()
+    updates = Updates()
+    await bot.update(updates.message("BLOCK forever"))
+    await telegram.wait_until(lambda: bot.prompts(), what="the turn reaching the model")
+    await bot.update(updates.message("and then this"))
+    await telegram.wait_for_text(42, "Queued")
+    assert await bot.update(updates.message("/stop")) == (200, "")
+    await telegram.wait_for_text(42, "⏹ Stopped.")
+    await telegram.wait_for_text(42, "echo: and then this")
+    await server.wait_for(r"\[telegram\] turn stopped: turn=\d+ session=42 ")
+    # The stopped turn's placeholder is gone; the queued notice (sent before /stop) became the answer.
+    assert telegram.shown(42) == ["echo: and then this", "⏹ Stopped."]
+    assert [p["text"].count("/stop") for p in bot.prompts()] == [0, 0]  # the command never became a turn

@@ -1,27 +1,24 @@
 """The chat stop command (feature H28): abort the session's *active* run, never a queued turn.
 
-A stop message is a control action, not a turn: it never queues behind the run it stops. It is
-carried by the session hub a channel receives as ``ctx.control`` when session control is served;
-without one the command answers :data:`STOP_UNAVAILABLE` instead of being ignored. The hub speaks
-the ``/control`` dispatch shape: ``await control.dispatch(session, {"type": "abort"})`` returns
-``{"ok": true}`` or ``{"ok": false, "error": {"code", "message"}}``.
+A stop message is a control action, not a turn: it never queues behind the run it stops. It goes
+through the session hub a channel receives as ``ctx.control``
+(:class:`~fastagent_cli.control.SessionControl`), as the ``/control`` wire's ``{"type": "abort"}``
+action; queued turns of the session keep their place and run next. A channel mounted without a
+hub answers :data:`STOP_UNAVAILABLE` instead of ignoring the command.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any, Protocol
 
+from fastagent_cli.control import NO_ACTIVE_RUN, SessionControl, dispatch
 from fastagent_cli.errors import one_line
 
 __all__ = [
     "NOTHING_RUNNING",
     "STOPPED",
     "STOP_UNAVAILABLE",
-    "StopControl",
     "dispatch_stop",
     "is_stop_text",
 ]
@@ -31,14 +28,7 @@ log = logging.getLogger("fastagent.channel")
 STOPPED = "⏹ Stopped."
 NOTHING_RUNNING = "Nothing is running."
 STOP_UNAVAILABLE = "⚠️ Stop isn't enabled on this deployment (set session_control = true in fastagent.toml)."
-NO_ACTIVE_RUN_CODE = "no_active_run"
 _STOP_WORD = re.compile(r"^(stop|cancel)[.!]?$", re.IGNORECASE)
-
-
-class StopControl(Protocol):
-    """The part of the session hub a stop command needs."""
-
-    def dispatch(self, session: str, command: Mapping[str, Any]) -> Any: ...
 
 
 def is_stop_text(text: str) -> bool:
@@ -46,24 +36,22 @@ def is_stop_text(text: str) -> bool:
     return bool(_STOP_WORD.match(text.strip()))
 
 
-async def dispatch_stop(control: StopControl | None, session: str, label: str) -> str:
+async def dispatch_stop(control: SessionControl | None, session: str, label: str) -> str:
     """Abort the active run of ``session`` and say what happened, in the chat's words. Never raises;
     the details of a failure go to the log."""
     if control is None:
         return STOP_UNAVAILABLE
     try:
-        result = control.dispatch(session, {"type": "abort"})
-        if inspect.isawaitable(result):
-            result = await result
+        result = await dispatch(control, session, {"type": "abort"})
     except Exception as exc:
         log.warning("%s stop failed for session %s: %s", label, session, one_line(str(exc), 300))
         return "⚠️ Could not stop — see the server logs."
-    if isinstance(result, Mapping) and result.get("ok") is True:
+    if result.get("ok") is True:
+        log.info("%s stop: the active run of session %s was aborted", label, session)
         return STOPPED
-    error = result.get("error") if isinstance(result, Mapping) else None
-    code = str(error.get("code")) if isinstance(error, Mapping) else "unknown"
-    if code == NO_ACTIVE_RUN_CODE:
+    error = result.get("error") or {}
+    code = str(error.get("code") or "unknown")
+    if code == NO_ACTIVE_RUN:
         return NOTHING_RUNNING
-    message = error.get("message", "") if isinstance(error, Mapping) else ""
-    log.warning("%s stop rejected for session %s: %s %s", label, session, code, message)
+    log.warning("%s stop rejected for session %s: %s %s", label, session, code, error.get("message", ""))
     return f"⚠️ Could not stop ({code})."

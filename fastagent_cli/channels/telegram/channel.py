@@ -14,8 +14,9 @@ Everything else is acknowledged ``200``, after what it causes is durable:
 
 * an update without a fresh message (an edit, a callback) is dropped;
 * a delivery already seen or pending (Telegram redelivers until it gets its 200) is dropped;
-* ``/stop`` or ``/stop@<this bot>`` aborts the session's active run (``/stop@<another bot>`` is
-  ignored) and never becomes a turn;
+* ``/stop`` or ``/stop@<this bot>`` aborts the session's active run through ``ctx.control`` (the
+  session hub; queued turns keep their place), answers ``⏹ Stopped.`` or ``Nothing is running.``,
+  and never becomes a turn (``/stop@<another bot>`` is ignored);
 * an unrouted group message joins the group's context buffer (persisted first: a failed write is a
   ``500`` and Telegram redelivers);
 * a routed message becomes a turn intent in ``turns`` (persisted first, same rule), queued FIFO

@@ -7,7 +7,8 @@ partial answer may hold unbalanced HTML). On ``completed`` the same message beco
 HTML with a plain-text fallback, or ``(no reply)`` when it is empty; an answer longer than one
 message is sent as fresh messages after the placeholder is deleted, so its parts stay together.
 On ``failed`` the user reads ``on_error``'s text (nothing if it returns ``""``: the placeholder is
-deleted) and the details go to the log. The answer follows the last preview edit by at least
+deleted) and the details go to the log; a turn aborted by a stop command keeps the partial answer
+(or deletes the placeholder when there was none). The answer follows the last preview edit by at least
 :data:`FINAL_MIN_GAP_S` (a quick answer replaces the placeholder at once), so a preview message is
 never edited faster than about once a second.
 """
@@ -33,9 +34,16 @@ from fastagent_cli.channels.kit.preview import (
 )
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.html import MAX_MESSAGE, telegram_html, utf16_len
-from fastagent_cli.contract import AgentEvent, Completed, Failed
+from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
 
-__all__ = ["EDIT_THROTTLE_S", "FINAL_MIN_GAP_S", "NO_REPLY", "TurnFailedError", "stream_reply"]
+__all__ = [
+    "EDIT_THROTTLE_S",
+    "FINAL_MIN_GAP_S",
+    "NO_REPLY",
+    "TurnFailedError",
+    "TurnStoppedError",
+    "stream_reply",
+]
 
 log = logging.getLogger("fastagent.channel")
 
@@ -50,6 +58,10 @@ FormatError = Callable[[ChannelFailure], "str | None"]
 
 class TurnFailedError(Exception):
     """The turn ended ``failed`` (the user has been told; this carries the details for the log)."""
+
+
+class TurnStoppedError(Exception):
+    """The turn was aborted (a stop command): the preview keeps the partial answer, if any."""
 
 
 class _Reply:
@@ -160,6 +172,10 @@ async def stream_reply(
                 finished = True
                 await reply.finalize(reply.view.answer if reply.view.answer.strip() else NO_REPLY)
                 return
+            if isinstance(event, Failed) and event.code == ABORTED_CODE:
+                finished = True  # /stop: keep what was answered so far, else leave nothing behind
+                await _tell(reply, reply.view.answer)
+                raise TurnStoppedError(event.details)
             if isinstance(event, Failed):
                 finished = True
                 failure = ChannelFailure(event.details, event.retryable, event.code)

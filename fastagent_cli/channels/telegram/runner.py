@@ -28,7 +28,7 @@ from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.channels.telegram.preview import TurnFailedError, stream_reply
+from fastagent_cli.channels.telegram.preview import TurnFailedError, TurnStoppedError, stream_reply
 from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
 from fastagent_cli.errors import one_line
 
@@ -143,6 +143,8 @@ class TurnRunner:
                 session,
             )
             raise
+        except TurnStoppedError:
+            log.info("[telegram] turn stopped: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
         except (TurnFailedError, TelegramApiError) as exc:
             log.error(
                 "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc

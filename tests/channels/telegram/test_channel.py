@@ -15,7 +15,18 @@ from fastagent_cli.channels import telegram_channel
 from fastagent_cli.channels.kit.stop import NOTHING_RUNNING, STOP_UNAVAILABLE, STOPPED
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.runner import DROPPED_NOTICE, HTML_HINT, QUEUED_NOTICE
-from fastagent_cli.contract import AgentEvent, Completed, Prompt, Scope, Text, ToolEnded, ToolStarted
+from fastagent_cli.contract import (
+    ABORTED_CODE,
+    AgentEvent,
+    Completed,
+    Failed,
+    Prompt,
+    Scope,
+    Text,
+    ToolEnded,
+    ToolStarted,
+)
+from fastagent_cli.control import NO_ACTIVE_RUN, SESSION_BUSY, ActionResult, accepted, rejected
 from fastagent_cli.state.channel_state import FileChannelState
 from tests.channels.conftest import SECRET, TOKEN, FakeAgent, Mount, answer, failing, idle
 from tests.fakes.fake_telegram import FakeTelegram, Updates, mention
@@ -216,23 +227,36 @@ async def test_stop_answers_without_becoming_a_turn(telegram: FakeTelegram, moun
     assert agent.calls == []
 
 
+class FakeSession:
+    def __init__(self, control: FakeControl, session: str) -> None:
+        self.control = control
+        self.session = session
+
+    async def abort(self) -> ActionResult:
+        self.control.aborted.append(self.session)
+        return self.control.results.pop(0)
+
+
+class FakeSessions:
+    def __init__(self, control: FakeControl) -> None:
+        self.control = control
+
+    def get(self, session: str) -> FakeSession:
+        return FakeSession(self.control, session)
+
+
 class FakeControl:
-    def __init__(self, results: list[dict[str, Any]]) -> None:
+    """The part of the session hub a stop command uses (``sessions.get(id).abort()``)."""
+
+    def __init__(self, results: list[ActionResult]) -> None:
         self.results = results
-        self.dispatched: list[tuple[str, dict[str, Any]]] = []
-
-    async def dispatch(self, session: str, command: dict[str, Any]) -> dict[str, Any]:
-        self.dispatched.append((session, dict(command)))
-        return self.results.pop(0)
+        self.aborted: list[str] = []
+        self.sessions = FakeSessions(self)
 
 
-async def test_stop_dispatches_abort_to_the_session_hub(telegram: FakeTelegram, mount: Mount) -> None:
+async def test_stop_aborts_through_the_session_hub(telegram: FakeTelegram, mount: Mount) -> None:
     control = FakeControl(
-        [
-            {"ok": True},
-            {"ok": False, "error": {"code": "no_active_run", "message": "idle"}},
-            {"ok": False, "error": {"code": "session_busy", "message": "compacting"}},
-        ]  # fmt: skip
+        [accepted("run-1"), rejected(NO_ACTIVE_RUN, "nothing to abort"), rejected(SESSION_BUSY, "compacting")]
     )
     bot = await mount(channel(telegram), FakeAgent(), control=control)
     updates = Updates()
@@ -240,7 +264,33 @@ async def test_stop_dispatches_abort_to_the_session_hub(telegram: FakeTelegram, 
         await bot.update(updates.message(text))
     await telegram.wait_until(lambda: len(telegram.shown(42)) == 3)
     assert telegram.shown(42) == [STOPPED, NOTHING_RUNNING, "⚠️ Could not stop (session_busy)."]
-    assert control.dispatched == [("42", {"type": "abort"})] * 3
+    assert control.aborted == ["42"] * 3
+
+
+def stoppable(release: asyncio.Event) -> Any:
+    async def script(scope: Scope, prompt: Prompt) -> AsyncIterator[AgentEvent]:
+        if "partial" in prompt.text:
+            yield Text("half an answer")
+        await release.wait()
+        yield Failed("the run was aborted", False, ABORTED_CODE)
+
+    return script
+
+
+async def test_an_aborted_turn_keeps_its_partial_answer_or_leaves_nothing(
+    telegram: FakeTelegram, mount: Mount
+) -> None:
+    release = asyncio.Event()
+    bot = await mount(channel(telegram), FakeAgent(stoppable(release)))
+    updates = Updates()
+    await bot.update(updates.message("partial please", chat_id=1))
+    await bot.update(updates.message("nothing yet", chat_id=2))
+    await telegram.wait_for_text(1, "Thinking")
+    await telegram.wait_for_text(2, "Thinking")
+    release.set()
+    await idle(bot)
+    assert telegram.shown(1) == ["half an answer"]
+    assert telegram.shown(2) == []
 
 
 async def test_a_long_answer_is_split_into_fresh_messages(telegram: FakeTelegram, mount: Mount) -> None:
