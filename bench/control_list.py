@@ -35,6 +35,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fastagent_cli.sessions.layout import encode_id, record_name, workspace_dirname  # noqa: E402
 from fastagent_cli.sessions.store import FileSessionStore  # noqa: E402
 from fastagent_cli.state.atomic import append_jsonl, dumps_line  # noqa: E402
 
@@ -79,18 +80,19 @@ def exchange(i: int, size: int) -> list[dict[str, object]]:
     ]
 
 
-def write_sessions(directory: Path, count: int, kb: int) -> int:
-    directory.mkdir(parents=True)
-    store = FileSessionStore(directory)
+def write_sessions(directory: Path, workspace: Path, count: int, kb: int) -> int:
+    """``count`` records in pi's layout under ``directory`` for ``workspace``."""
+    records = directory / workspace_dirname(str(workspace.resolve()))
+    records.mkdir(parents=True)
     per_exchange = (kb * 1024 // 40 - 950) // 2  # two texts per exchange, ~950 bytes of JSON around them
     total = 0
+    stamp = "2026-01-01T00:00:00.000Z"
     for n in range(count):
-        header = {"type": "session", "version": 3, "id": f"h{n}", "timestamp": "2026-01-01T00:00:00.000Z"}
-        header.update(cwd="/", fastagentSession=f"chat-{n:04d}")
-        lines = [header]
+        session = f"chat-{n:04d}"
+        lines = [{"type": "session", "version": 3, "id": encode_id(session), "timestamp": stamp, "cwd": "/"}]
         for i in range(40):
             lines.extend(exchange(i, per_exchange))
-        path = store.path_for(f"chat-{n:04d}")
+        path = records / record_name(stamp, session)
         data = "".join(dumps_line(line) + "\n" for line in lines)
         path.write_text(data, encoding="utf-8")
         total += len(data.encode())
@@ -100,7 +102,7 @@ def write_sessions(directory: Path, count: int, kb: int) -> int:
 def full_parse_listing(directory: Path) -> int:
     """What the original did: every record read and parsed, every call."""
     count = 0
-    for path in directory.glob("*.jsonl"):
+    for path in directory.glob("--*--/*.jsonl"):
         for line in path.read_bytes().splitlines():
             if line.strip():
                 json.loads(line)
@@ -130,7 +132,7 @@ async def main() -> None:
         agent.mkdir()
         (agent / "fastagent.toml").write_text('model = "scripted/echo"\nsession_control = true\n')
         sessions = agent / ".fastagent" / "sessions"
-        size = write_sessions(sessions, args.sessions, args.kb)
+        size = write_sessions(sessions, agent, args.sessions, args.kb)
         print(f"{args.sessions} sessions, {size / 1e6:.1f} MB of JSONL")
 
         started = time.perf_counter()
@@ -164,7 +166,9 @@ async def main() -> None:
                 print(
                     f"warm GET /control/sessions (median of {args.rounds}):                 {median:7.1f} ms"
                 )
-                target = sessions / FileSessionStore(sessions).path_for("chat-0500").name
+                found = FileSessionStore(sessions, agent).location("chat-0500")
+                assert found is not None
+                target = found
                 append_jsonl(target, exchange(99, args.kb * 1024 // 80))
                 after, body = await timed_get(http, url)
                 row = next(r for r in body if r["session"] == "chat-0500")

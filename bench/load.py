@@ -232,7 +232,9 @@ async def main() -> None:
         agent = make_agent(fresh)
         seeded = time.perf_counter()
         await seed_sessions(agent, args.stored)
-        stored = len(list((agent / ".fastagent" / "sessions").glob("*.jsonl")))
+        stored = sum(
+            1 for p in (agent / ".fastagent" / "sessions").rglob("*.jsonl") if ".locks" not in p.parts
+        )
         print(f"\n(seeded {stored} sessions in {time.perf_counter() - seeded:.1f} s)")
         await bench_server(agent, concurrency, args.duration, f"with {stored} stored sessions")
 

@@ -13,6 +13,7 @@ no growth with stored sessions. (The TypeScript original: 50 ms, 1.69 s, 191 MB.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -55,15 +56,22 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def seed_sessions(sessions: Path, count: int) -> None:
-    sessions.mkdir(parents=True, exist_ok=True)
-    header = '{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
+def seed_sessions(sessions: Path, workspace: Path, count: int) -> None:
+    """``count`` one-message records in pi's layout, as the store writes them."""
+    from fastagent_cli.sessions.layout import encode_id, record_name, workspace_dirname
+
+    records = sessions / workspace_dirname(str(workspace.resolve()))
+    records.mkdir(parents=True, exist_ok=True)
+    stamp = "2026-01-01T00:00:00.000Z"
     turn = (
         '{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
         '"message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":0}}\n'
     )
     for i in range(count):
-        (sessions / f"sseed-{i}.jsonl").write_text(header + turn)
+        header = json.dumps(
+            {"type": "session", "version": 3, "id": encode_id(f"seed-{i}"), "timestamp": stamp, "cwd": "/"}
+        )
+        (records / record_name(stamp, f"seed-{i}")).write_text(header + "\n" + turn)
 
 
 def main() -> None:
@@ -85,7 +93,7 @@ def main() -> None:
         sessions = agent / ".fastagent" / "sessions"
         shutil.rmtree(sessions, ignore_errors=True)
         empty = median([timed(["invoke", "hi", str(agent), "--session", "bench"])[0] for _ in range(runs)])
-        seed_sessions(sessions, 1000)
+        seed_sessions(sessions, agent, 1000)
         full = median([timed(["invoke", "hi", str(agent), "--session", "bench"])[0] for _ in range(runs)])
         print(f"invoke --session, 0 stored sessions     {empty:7.1f} ms")
         print(f"invoke --session, 1000 stored sessions  {full:7.1f} ms   (growth {full - empty:+.1f} ms)")

@@ -101,3 +101,24 @@ def run_cli() -> RunCli:
         )
 
     return run
+
+
+def record_files(sessions_dir: Path) -> list[Path]:
+    """Every session record under a sessions directory (pi's layout: ``--<workspace>--/*.jsonl``)."""
+    return sorted(sessions_dir.glob("--*--/*.jsonl"))
+
+
+def find_record(sessions_dir: Path, session: str) -> Path | None:
+    """The record file of ``session`` (its name ends in ``_<encoded id>.jsonl``), if there is one."""
+    from fastagent_cli.sessions.layout import record_key
+
+    suffix = f"_{record_key(session)}.jsonl"
+    found = [path for path in record_files(sessions_dir) if path.name.endswith(suffix)]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def record_file(sessions_dir: Path, session: str) -> Path:
+    path = find_record(sessions_dir, session)
+    assert path is not None, f"no record of {session!r} in {sessions_dir}: {record_files(sessions_dir)}"
+    return path

@@ -159,7 +159,8 @@ async def _skills(ctl: ChatController, ui: ChatUI, arg: str) -> None:
 async def _session(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     info = await ctl.info()
     state = f"{info.entries} entries, {info.messages} messages" if info.exists else "not written yet"
-    rows = [("id", info.session), ("file", str(info.path or "(in memory)")), ("entries", state)]
+    where = info.path or ("(in memory)" if info.exists else "(created by the first turn)")
+    rows = [("id", info.session), ("file", str(where)), ("entries", state)]
     rows += [("model", ctl.model), ("thinking", ctl.thinking)]
     ui.rows("Session", rows)
 

@@ -11,7 +11,7 @@ Reading a file is a byte scan, not a JSON parse of every line: entry lines start
 that prefix, and only the lines that matter (the header, ``session_info``, the first user message)
 are parsed. A chunk with a line in another key order is parsed line by line instead.
 
-The index is kept in ``<sessions dir>/.index.json`` too, so a restarted process starts warm: an
+The index is kept in ``.index.json`` beside the records too, so a restarted process starts warm: an
 entry is trusted only for a file with the same device and inode, and read on from its offset like
 any other. It is rewritten at once when a file was scanned from the start (or went away), and at
 most every :data:`SAVE_INTERVAL_S` for appends, which a restart reads again from the kept offsets
@@ -35,7 +35,7 @@ from typing import Any
 
 from fastagent_cli.errors import SessionError, one_line
 from fastagent_cli.messages import message_text
-from fastagent_cli.sessions.encoding import decode_session_id
+from fastagent_cli.sessions.layout import caller_id
 from fastagent_cli.state.atomic import FILE_MODE, read_json
 
 __all__ = ["NO_PROMPT", "SessionIndex", "SessionSummary", "list_sessions", "parse_iso_ms", "summarize"]
@@ -54,7 +54,7 @@ _INDEX_VERSION = 1
 @dataclass(frozen=True, slots=True)
 class SessionSummary:
     session: str
-    """The caller's id (from the header; decoded from the file name for older records)."""
+    """The caller's id (the header's id, decoded)."""
     path: Path | None
     """The record file (``None`` for an in-memory record)."""
     first_prompt: str
@@ -148,8 +148,10 @@ def _read_header(scan: _Scan, path: Path, data: bytes) -> int:
     if header is None or header.get("type") != "session":
         scan.valid = False
         return end + 1
-    session = header.get("fastagentSession")
-    scan.session = session if isinstance(session, str) else (decode_session_id(path.stem) or path.stem)
+    scan.session = caller_id(header)
+    if scan.session is None:
+        scan.valid = False
+        return end + 1
     created = parse_iso_ms(header.get("timestamp"))
     scan.created = created / 1000 if created is not None else 0.0
     return end + 1

@@ -14,6 +14,9 @@ Two fastagent entries keep pi's file format readable by pi:
   reopen on that branch; it enters no context, is not a position (the leaf it records is its
   parent), and the next entry hangs under its parent;
 * the session's display name is pi's ``session_info`` entry (the latest non-empty one wins).
+
+A ``leaf`` entry, which pi's harness (the TypeScript original's ``navigate``) writes for a leaf
+move, moves the leaf to the entry it names when the record is read; it is no position either.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from fastagent_cli.messages import Message, ThinkingLevel, ToolResultMessage, now_ms
+from fastagent_cli.sessions.layout import encode_id
 
 __all__ = [
     "COMPACTION_SUMMARY_PREFIX",
@@ -57,13 +61,13 @@ def iso_now() -> str:
 
 
 def new_header(session: str, cwd: str, parent_session: str | None = None) -> Entry:
+    """pi's header, as the original writes it: ``id`` is the caller's id, encoded."""
     header: Entry = {
         "type": "session",
         "version": SESSION_VERSION,
-        "id": str(uuid.uuid4()),
+        "id": encode_id(session),
         "timestamp": iso_now(),
         "cwd": cwd,
-        "fastagentSession": session,
     }
     if parent_session is not None:
         header["parentSession"] = parent_session
@@ -75,8 +79,9 @@ def is_leaf_marker(entry: Entry) -> bool:
 
 
 def is_position(entry: Entry) -> bool:
-    """Can the leaf stand here? Not on a ``label`` (metadata about an entry) or a leaf marker."""
-    return entry.get("type") != "label" and not is_leaf_marker(entry)
+    """Can the leaf stand here? Not on a ``label`` (metadata about an entry) or a leaf marker
+    (fastagent's, or pi's harness's ``leaf`` entry)."""
+    return entry.get("type") not in ("label", "leaf") and not is_leaf_marker(entry)
 
 
 @dataclass(slots=True)
@@ -109,11 +114,14 @@ class SessionRecord:
                 self.by_id[entry_id] = entry
                 self.leaf_id = self._leaf_after(entry)
 
-    def _leaf_after(self, entry: Entry) -> str:
+    def _leaf_after(self, entry: Entry) -> str | None:
         if is_leaf_marker(entry):
             parent = entry.get("parentId")
             if isinstance(parent, str) and parent in self.by_id:
                 return parent
+        if entry.get("type") == "leaf":  # pi's harness: the leaf is the entry it names
+            target = entry.get("targetId")
+            return target if isinstance(target, str) and target in self.by_id else None
         return str(entry["id"])
 
     # --- writing ------------------------------------------------------------------------------

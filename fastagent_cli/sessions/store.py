@@ -1,12 +1,15 @@
 """Session stores: where records live and who may write them.
 
-* :class:`FileSessionStore` keeps one ``<encoded id>.jsonl`` per session in a directory. Lookup
-  by id is a direct path, so opening a session costs the same with 10 or 10 000 stored sessions.
-  A new record is published complete (header written to a temp file, then hard-linked into
-  place), so the user's question survives a crash and open-or-create stays idempotent across
-  processes. Entries are appended with the state layer's whole-line JSONL append. The lease is a
-  :class:`~fastagent_cli.state.locks.FileLock` on ``.locks/<name>.lock``: one in-flight turn per
-  session, across threads *and* processes, released by the kernel if a process dies.
+* :class:`FileSessionStore` keeps one file per session in pi's layout, which the TypeScript
+  original and pi open as they are: ``--<workspace>--/<created>_<encoded id>.jsonl`` under the
+  sessions directory (naming, lookup and the move of older flat records:
+  :mod:`~fastagent_cli.sessions.files`). Lookup by id reads no file, so opening a session costs
+  the same with 10 or 10 000 stored sessions. A new record is published complete (header written
+  to a temp file, then hard-linked into place), so the user's question survives a crash and
+  open-or-create stays idempotent across processes. Entries are appended with the state layer's
+  whole-line JSONL append. The lease is a :class:`~fastagent_cli.state.locks.FileLock` on
+  ``.locks/<name>.lock``: one in-flight turn per session, across threads *and* processes,
+  released by the kernel if a process dies.
 * :class:`MemorySessionStore` keeps records in a dict, for embedding and tests.
 
 Opening for a turn repairs the record (dangling tool calls get an interrupted result, written at
@@ -28,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -38,11 +40,13 @@ from typing import Any, Protocol
 from fastagent_cli.errors import SessionError
 from fastagent_cli.messages import message_text
 from fastagent_cli.sessions.encoding import encode_session_id
+from fastagent_cli.sessions.files import RecordFiles
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
 from fastagent_cli.sessions.listing import SessionIndex, SessionSummary, parse_iso_ms, summarize
 from fastagent_cli.sessions.parsed import ParsedFiles
 from fastagent_cli.sessions.record import SessionRecord, is_position, new_header
-from fastagent_cli.state.atomic import FILE_MODE, append_jsonl, dumps_line, make_private_dir
+from fastagent_cli.sessions.store_errors import store_error
+from fastagent_cli.state.atomic import append_jsonl, dumps_line, parse_jsonl
 from fastagent_cli.state.locks import FileLock
 
 __all__ = [
@@ -88,17 +92,6 @@ def _same_fork(header: dict[str, Any], source: str, at: str) -> bool:
 _THREAD_THRESHOLD = 256 * 1024
 """When more than this is unread in a record, it is parsed in a worker thread, off the loop."""
 
-_TRANSIENT = {errno.ENOSPC, errno.EDQUOT, errno.EAGAIN, errno.EINTR, errno.EMFILE, errno.ENFILE}
-"""Causes that may pass by themselves: a turn failing with them is worth retrying."""
-
-
-def store_error(action: str, exc: OSError, path: Path) -> SessionError:
-    """``cannot <action> the session store: <reason>``, the file kept for the log."""
-    reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-    return SessionError(
-        f"cannot {action} the session store: {reason}", retryable=exc.errno in _TRANSIENT, path=str(path)
-    )
-
 
 class SessionStore(Protocol):
     async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
@@ -120,7 +113,7 @@ class SessionStore(Protocol):
         ...
 
     def location(self, session: str) -> Path | None:
-        """Where the record lives (``None`` in memory)."""
+        """Where the record lives (``None`` in memory, or when there is no record)."""
         ...
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
@@ -137,6 +130,16 @@ class SessionStore(Protocol):
     async def delete(self, session: str) -> bool:
         """Remove the record (and its lock); ``False`` when there was none. Call it holding the
         session's lease."""
+        ...
+
+    def dump(self, session: str) -> bytes | None:
+        """The record as JSONL, header first (a file's bytes as they are); ``None`` when there is
+        no record (blocking IO)."""
+        ...
+
+    async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
+        """Store a new record for ``session``: ``header``, then ``body`` (whole JSONL lines, kept
+        byte for byte). SessionError when ``session`` has a record already."""
         ...
 
 
@@ -221,6 +224,19 @@ class MemorySessionStore:
         self._modified.pop(session, None)
         return self._records.pop(session, None) is not None
 
+    def dump(self, session: str) -> bytes | None:
+        if session not in self._records:
+            return None
+        header, entries = self._records[session]
+        return "".join(dumps_line(line) + "\n" for line in [header, *entries]).encode("utf-8")
+
+    async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
+        if session in self._records:
+            raise SessionError(f"session {session!r} exists already")
+        self._records[session] = (dict(header), parse_jsonl(body))
+        self._modified[session] = time.time()
+        return None
+
     def try_lease(self, session: str) -> Release | None:
         if session in self._leased:
             return None
@@ -232,27 +248,31 @@ class MemorySessionStore:
 
 
 class FileSessionStore:
+    """Records as files in pi's layout (see :mod:`~fastagent_cli.sessions.files`)."""
+
     def __init__(self, directory: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None) -> None:
         base = Path(cwd or os.getcwd()).resolve()
         path = Path(os.path.expanduser(os.fspath(directory)))
         self.directory = path if path.is_absolute() else base / path
         self.cwd = str(base)
         self._parsed = ParsedFiles()
-        self._index = SessionIndex(self.directory, persist=True)
-
-    def path_for(self, session: str) -> Path:
-        return self.directory / f"{encode_session_id(session)}.jsonl"
+        self.files = RecordFiles(self.directory, self.cwd, self.try_lease)
+        self._index = SessionIndex(self.files.directory, persist=True)
 
     async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
-        path = self.path_for(session)
-        if not path.exists():
-            entries: list[dict[str, Any]] = []
-            if inherit is not None:
-                parent = await self.open_if_exists(inherit.parent_session)
-                if parent is not None:
-                    entries = inherited_entries(parent, inherit)
-            header = new_header(session, self.cwd, inherit.parent_session if inherit else None)
-            self._publish(path, [header, *entries])
+        record = await self.open_if_exists(session)
+        if record is not None:
+            return record
+        entries: list[dict[str, Any]] = []
+        if inherit is not None:
+            parent = await self.open_if_exists(inherit.parent_session)
+            if parent is not None:
+                entries = inherited_entries(parent, inherit)
+        header = new_header(session, self.cwd, inherit.parent_session if inherit else None)
+        body = "".join(dumps_line(entry) + "\n" for entry in entries).encode("utf-8")
+        # in the loop's thread, before any other await: a turn cancelled from here on leaves the
+        # record it created (the question survives), and the session exists once its run does
+        path, _ = self.files.publish(session, header, body)
         record = await self.open_if_exists(session)
         if record is None:
             raise SessionError(
@@ -261,20 +281,32 @@ class FileSessionStore:
         return record
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
-        path = self.path_for(session)
-        lines = await self._lines(path)
-        if lines is None:
+        found = await self._load(session)
+        if found is None:
             return None
+        path, lines = found
         record = SessionRecord(session, lines[0], lines[1:], sink=lambda e: _append(path, e))
         record.reconcile()
         return record
 
     async def read(self, session: str) -> SessionRecord | None:
-        lines = await self._lines(self.path_for(session))
-        return None if lines is None else SessionRecord(session, lines[0], lines[1:])
+        found = await self._load(session)
+        return None if found is None else SessionRecord(session, found[1][0], found[1][1:])
+
+    async def _load(self, session: str) -> tuple[Path, list[dict[str, Any]]] | None:
+        """The record's file and lines; ``None`` when there is no record."""
+        for _ in range(2):  # a record deleted since it was indexed: look once more
+            path = self.files.find(session)
+            if path is None:
+                return None
+            lines = await self._lines(path)
+            if lines is not None:
+                return path, lines
+            self.files.forget(path)
+        return None
 
     async def _lines(self, path: Path) -> list[dict[str, Any]] | None:
-        """The record's lines, header first; ``None`` when there is no record."""
+        """The record's lines, header first; ``None`` when the file is gone."""
         try:
             if self._parsed.pending_bytes(path) > _THREAD_THRESHOLD:
                 lines = await asyncio.to_thread(self._parsed.read, path)
@@ -290,27 +322,32 @@ class FileSessionStore:
         return lines
 
     def location(self, session: str) -> Path | None:
-        return self.path_for(session)
+        return self.files.find(session)
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
         return self._index.list(limit)
 
     async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
         entries = fork_entries(source, at)
-        path = self.path_for(into)
         origin = self.location(source.session)
         header = _fork_header(into, self.cwd, source, at, str(origin) if origin else source.session)
-        if not path.exists() and self._publish(path, [header, *entries]):
-            return True
+        if self.files.find(into) is None:
+            body = "".join(dumps_line(entry) + "\n" for entry in entries).encode("utf-8")
+            _, created = await asyncio.to_thread(self.files.publish, into, header, body)
+            if created:
+                return True
         existing = await self.read(into)
         if existing is not None and _same_fork(existing.header, source.session, at):
             return False
         raise ForkConflict(f"session {into!r} already exists with a different history")
 
     async def delete(self, session: str) -> bool:
-        path = self.path_for(session)
+        path = self.files.find(session)
+        if path is None:
+            return False
         self._parsed.forget(path)
         self._index.forget(path)
+        self.files.forget(path)
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -321,26 +358,21 @@ class FileSessionStore:
             os.unlink(self._lock_path(session))
         return True
 
-    def _publish(self, path: Path, lines: Sequence[dict[str, Any]]) -> bool:
-        """Write a new record complete; ``False`` when another creator's record won the race."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(lines)}.tmp")
+    def dump(self, session: str) -> bytes | None:
+        path = self.files.find(session)
+        if path is None:
+            return None
         try:
-            make_private_dir(self.directory)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            with open(fd, "w", encoding="utf-8") as fh:
-                fh.write("".join(dumps_line(line) + "\n" for line in lines))
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, path)  # exclusive: a concurrent creator's record wins, ours is dropped
-            except FileExistsError:
-                return False
-            return True
+            return path.read_bytes()
+        except FileNotFoundError:
+            self.files.forget(path)
+            return None
         except OSError as exc:
-            raise store_error("write", exc, path) from exc
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            raise store_error("read", exc, path) from exc
+
+    async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
+        path, _ = await asyncio.to_thread(self.files.publish, session, header, body, fresh=True)
+        return path
 
     def _lock_path(self, session: str) -> Path:
         return self.directory / ".locks" / f"{encode_session_id(session)}.lock"
@@ -354,10 +386,8 @@ class FileSessionStore:
         return lock.release if taken else None
 
     def sessions(self) -> list[Path]:
-        """Every record file (for listings; per-turn paths never call this)."""
-        if not self.directory.is_dir():
-            return []
-        return sorted(p for p in self.directory.glob("s*.jsonl"))
+        """Every record file of the workspace (for listings; per-turn paths never call this)."""
+        return self.files.paths()
 
 
 def _append(path: Path, entries: Sequence[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,14 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "dumps_line",
+    "fsync_dir",
     "make_private_dir",
     "parse_jsonl",
+    "publish_file",
     "read_json",
     "read_jsonl",
+    "remove_file",
+    "stage_file",
     "write_private_json",
 ]
 
@@ -156,6 +161,56 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as fh:
         data = fh.read()
     yield from parse_jsonl(data)
+
+
+def stage_file(path: Path, data: bytes, *, mode: int = FILE_MODE) -> Path:
+    """A temp file beside ``path`` holding ``data`` (``mode``), fsynced: to be linked or renamed
+    into place, then unlinked."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def publish_file(path: Path, data: bytes, *, mode: int = FILE_MODE, replace: bool = False) -> bool:
+    """Put ``data`` at ``path`` complete or not at all: a temp file (``mode``) beside it, fsynced,
+    then hard-linked into place (``replace=False``: nothing is written and ``False`` returned when
+    ``path`` exists, whoever made it) or renamed over it; the directory is fsynced."""
+    tmp = stage_file(path, data, mode=mode)
+    try:
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(path.parent)
+    return True
+
+
+def remove_file(path: Path) -> None:
+    """Unlink ``path`` and fsync its directory, so the removal survives a crash."""
+    os.unlink(path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the directory's entries (a rename, a link, an unlink) survive a crash."""
+    _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -28,6 +28,7 @@ from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
 from fastagent_cli.sessions import store as store_module
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.conformance.suite import drain
+from tests.conftest import record_files
 
 
 def build(
@@ -50,7 +51,9 @@ def build(
 def lines(agent: EngineAgent, session: str) -> list[dict[str, Any]]:
     store = agent.config.sessions
     assert isinstance(store, FileSessionStore)
-    return [json.loads(line) for line in store.path_for(session).read_text().splitlines()]
+    path = store.location(session)
+    assert path is not None
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 async def test_update_validates_as_a_whole_then_writes_and_reports_once(tmp_path: Path) -> None:
@@ -165,12 +168,12 @@ async def test_fork_is_idempotent_and_refuses_a_different_history(tmp_path: Path
     at = [e for e in entries if e.kind == "assistant"][0].id
     assert (await hub.sessions.fork("src", at, "copy")).ok
     path = tmp_path / "sessions"
-    stored = sorted(p.name for p in path.glob("*.jsonl"))
+    stored = sorted(p.name for p in record_files(path))
     copy_lines = lines(agent, "copy")
     assert copy_lines[0]["fastagentFork"] == {"session": "src", "entryId": at}
     assert [e["id"] for e in copy_lines[1:]] == [e.id for e in entries[:2]]  # ids kept: cursors stay valid
     assert (await hub.sessions.fork("src", at, "copy")).ok  # the same fork again: ok, nothing written
-    assert lines(agent, "copy") == copy_lines and sorted(p.name for p in path.glob("*.jsonl")) == stored
+    assert lines(agent, "copy") == copy_lines and sorted(p.name for p in record_files(path)) == stored
     other = [e for e in entries if e.kind == "assistant"][1].id
     conflict = await hub.sessions.fork("src", other, "copy")
     assert conflict.code == INVALID_COMMAND and "different history" in conflict.error.message  # type: ignore[union-attr]
@@ -196,7 +199,7 @@ async def test_delete_ends_live_streams_and_leaves_the_list(tmp_path: Path) -> N
     assert await hub.sessions.list() == []
     assert (await s.delete()).code == NO_SUCH_SESSION
     assert (await s.entries()).entries == ()
-    assert not list((tmp_path / "sessions" / ".locks").glob("*.lock"))
+    assert not list((tmp_path / "sessions" / ".locks").glob("s*.lock"))  # the session's lock went too
 
 
 async def test_writes_wait_for_the_run(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ async def test_new_starts_another_session_and_resume_returns(chat: ChatHarness) 
     assert "new session" in out
     assert chat.ctl.session != first_session
     await chat.submit("hi there")
+    second_session = chat.ctl.session
     second_path = chat.ctl.session_path
     assert second_path is not None and second_path != first_path
     assert len(session_lines(first_path)) == first_count  # the old session was not touched
@@ -77,8 +78,8 @@ async def test_new_starts_another_session_and_resume_returns(chat: ChatHarness) 
     await chat.submit("more weather")
     assert len(session_lines(first_path)) > first_count  # the turn went to the resumed session
 
-    out = await chat.submit(f"/resume {second_path.stem[1:]}")
-    assert "resumed session" in out and chat.ctl.session != first_session
+    out = await chat.submit(f"/resume {second_session}")
+    assert "resumed session" in out and chat.ctl.session == second_session
 
 
 def _first_round_input(path: Path) -> int:
@@ -139,7 +140,7 @@ async def test_ctrl_c_interrupts_a_slow_tool_and_the_next_turn_works(chat: ChatH
     lines = session_lines(path)  # every line is whole JSON
     results = [m for m in _messages(path) if m["role"] == "toolResult"]
     assert len(results) == 1 and results[0]["isError"] is True
-    store = FileSessionStore(path.parent)
+    store = FileSessionStore(chat.ctl.opened.sessions_dir, chat.ctl.opened.workspace)
     record = await store.open_if_exists(chat.ctl.session)
     assert record is not None and record.dangling_tool_calls() == []
     assert len(lines) == len(session_lines(path))  # nothing needed repair

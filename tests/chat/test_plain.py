@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.chat.harness import session_lines, write_agent
-from tests.conftest import RunCli
+from tests.conftest import RunCli, record_files
 
 TOOL = '''
 from fastagent_cli import tool
@@ -29,7 +29,7 @@ def plain_agent(tmp_path: Path) -> Path:
 
 
 def _sessions(agent: Path) -> list[Path]:
-    return sorted((agent / ".fastagent" / "sessions").glob("s*.jsonl"))
+    return record_files(agent / ".fastagent" / "sessions")
 
 
 def test_piped_prompts_answer_on_stdout_tools_on_stderr(plain_agent: Path, run_cli: RunCli) -> None:
@@ -56,7 +56,7 @@ def test_sessions_continue_across_processes_and_hosts(plain_agent: Path, run_cli
     cont = run_cli("chat", str(plain_agent), "--continue", input="/session\n")
     assert cont.returncode == 0 and "team:42" in cont.stderr and "6 messages" in cont.stderr
     (path,) = _sessions(plain_agent)
-    assert path.name == "steam_3a42.jsonl"
+    assert path.name.endswith("_team%3A42.jsonl") and path.parent.name.startswith("--")
     assert all(isinstance(line, dict) for line in session_lines(path))
 
 

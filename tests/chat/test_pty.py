@@ -10,7 +10,7 @@ import pytest
 
 from tests.chat.harness import session_lines, write_agent
 from tests.chat.pty_run import PtyProcess
-from tests.conftest import cli_command
+from tests.conftest import cli_command, record_files
 
 TOOLS = {
     "tools/get_weather.py": '''
@@ -71,7 +71,7 @@ def test_chat_in_a_terminal(terminal: tuple[PtyProcess, Path]) -> None:
 
     term.send("\x04")
     assert term.wait() == 0
-    (path,) = (agent / ".fastagent" / "sessions").glob("s*.jsonl")
+    (path,) = record_files(agent / ".fastagent" / "sessions")
     messages = [e["message"] for e in session_lines(path) if e["type"] == "message"]
     assert [m["role"] for m in messages][-4:] == ["assistant", "toolResult", "user", "assistant"]
     assert (agent / ".fastagent" / "chat_history").is_file()

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastagent_cli.sessions.encoding import encode_session_id
-from tests.conftest import AgentFactory, RunCli
+from tests.conftest import AgentFactory, RunCli, find_record
 
 SCRIPT = {
     "rules": [
@@ -50,7 +49,7 @@ def test_fire_runs_the_turn_in_the_schedule_session(make_agent: AgentFactory, ru
     assert "[fastagent] fire: digest (session schedule:digest, scripted/s)" in done.stderr
     assert "[tool] stamp" in done.stderr
     assert (agent / "tools" / "stamp.py.ran").exists()  # the model's tool call ran
-    assert (state / "sessions" / f"{encode_session_id('schedule:digest')}.jsonl").exists()
+    assert find_record(state / "sessions", "schedule:digest") is not None
     assert (state / "schedule" / "fires.json").read_text() == '{"digest": "2025-01-06T09:00:00.000Z"}'
     assert not (state / "schedule" / "runs.jsonl").exists()
     assert 'warn: schedules/typo.toml: unknown key "promt"' in done.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import AgentFactory, RunCli
+from tests.conftest import AgentFactory, RunCli, find_record, record_file, record_files
 
 SCRIPT = {
     "rules": [
@@ -71,10 +71,10 @@ def test_each_call_is_a_fresh_session_unless_named(make_agent: AgentFactory, run
     run_cli("invoke", "a", str(agent))
     run_cli("invoke", "b", str(agent))
     sessions = agent / ".fastagent" / "sessions"
-    assert len(list(sessions.glob("*.jsonl"))) == 2
+    assert len(record_files(sessions)) == 2
     run_cli("invoke", "c", str(agent), "--session", "tg:-100")
     run_cli("invoke", "d", str(agent), "--session", "tg:-100")
-    record = (sessions / "stg_3a-100.jsonl").read_text().splitlines()
+    record = record_file(sessions, "tg:-100").read_text().splitlines()
     assert len(record) == 5  # header + two user/assistant pairs
 
 
@@ -83,12 +83,12 @@ def test_sessions_dir_and_state_dir_overrides(
 ) -> None:
     agent = make_agent()
     run_cli("invoke", "x", str(agent), "--session", "one", "--sessions-dir", str(tmp_path / "elsewhere"))
-    assert (tmp_path / "elsewhere" / "sone.jsonl").is_file()
+    assert find_record(tmp_path / "elsewhere", "one") is not None
     run_cli(
         "invoke", "x", str(agent), "--session", "two", env={"FASTAGENT_STATE_DIR": str(tmp_path / "state")}
     )
-    assert (tmp_path / "state" / "sessions" / "stwo.jsonl").is_file()
-    assert not (agent / ".fastagent" / "sessions" / "stwo.jsonl").exists()
+    assert find_record(tmp_path / "state" / "sessions", "two") is not None
+    assert find_record(agent / ".fastagent" / "sessions", "two") is None
 
 
 def test_model_precedence(make_agent: AgentFactory, run_cli: RunCli) -> None:

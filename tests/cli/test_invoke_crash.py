@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
-from tests.conftest import AgentFactory, RunCli, cli_command
+from tests.conftest import AgentFactory, RunCli, cli_command, find_record, record_file
 
 SLOW_TOOL = '''
 import asyncio
@@ -48,7 +48,7 @@ def test_kill_9_mid_tool_then_resume(make_agent: AgentFactory, run_cli: RunCli) 
     agent = make_agent(
         {"tools/slow.py": SLOW_TOOL, "scripts/crash.json": json.dumps(SCRIPT)}, model="scripted/crash"
     )
-    record = agent / ".fastagent" / "sessions" / "ss1.jsonl"
+    sessions = agent / ".fastagent" / "sessions"
     proc = subprocess.Popen(
         [*cli_command(), "invoke", "start", str(agent), "--session", "s1"],
         stdout=subprocess.PIPE,
@@ -56,7 +56,9 @@ def test_kill_9_mid_tool_then_resume(make_agent: AgentFactory, run_cli: RunCli) 
         text=True,
     )
     try:
-        wait_for(lambda: record.exists() and '"toolCall"' in record.read_text())
+        wait_for(
+            lambda: (found := find_record(sessions, "s1")) is not None and '"toolCall"' in found.read_text()
+        )
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.communicate(timeout=10)
@@ -66,7 +68,7 @@ def test_kill_9_mid_tool_then_resume(make_agent: AgentFactory, run_cli: RunCli) 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "resumed after the crash\n"
 
-    entries = [json.loads(line) for line in record.read_text().splitlines()]
+    entries = [json.loads(line) for line in record_file(sessions, "s1").read_text().splitlines()]
     messages = [e["message"] for e in entries if e["type"] == "message"]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "user", "assistant"]
     repaired = messages[2]

@@ -18,6 +18,7 @@ from fastagent_cli.models.types import AssistantMessage, ModelRequest, StreamDel
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore, SessionStore
 from fastagent_cli.tools.define import tool
 from tests.conformance import suite
+from tests.conftest import record_files
 
 
 class HangingModel:
@@ -171,8 +172,8 @@ class PairSubject(EngineSubject):
 async def test_must6_two_instances_share_only_the_session_directory(tmp_path: Path) -> None:
     subject = PairSubject(tmp_path / "shared-sessions")
     await suite.must6_portable(subject)
-    files = list((tmp_path / "shared-sessions").glob("*.jsonl"))
-    assert [f.name for f in files] == ["s-1001234567890.jsonl"]
+    files = record_files(tmp_path / "shared-sessions")
+    assert len(files) == 1 and files[0].name.endswith("Z_-1001234567890.jsonl")
 
 
 async def test_whole_suite_runs_as_one(tmp_path: Path) -> None:

@@ -75,7 +75,9 @@ def kinds(agent: EngineAgent, session: str) -> list[str]:
     assert isinstance(store, FileSessionStore)
     import json
 
-    lines = store.path_for(session).read_text(encoding="utf-8").splitlines()
+    path = store.location(session)
+    assert path is not None
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["type"] for line in lines[1:]]
 
 

@@ -70,7 +70,8 @@ async def test_a_full_disk_mid_turn_is_retryable_and_leaves_no_partial_line(
     sessions = tmp_path / "sessions"
     agent = agent_on(sessions)
     assert isinstance((await drain(agent.invoke("s1", "first")))[-1], Completed)
-    path = agent.config.sessions.path_for("s1")  # type: ignore[attr-defined]
+    path = agent.config.sessions.location("s1")
+    assert path is not None
     before = path.read_bytes()
     written: list[int] = []
 

@@ -47,7 +47,8 @@ async def test_a_10_mib_result_is_cut_with_a_notice_and_the_session_recovers(tmp
     assert len(text.encode()) < MAX_RESULT_TEXT_BYTES + 200
     assert isinstance(events[-1], Completed)
     assert seen[-1] < 100_000  # the model got the cut result, not 10 MiB
-    assert store.path_for("s").stat().st_size < 200_000
+    path = store.location("s")
+    assert path is not None and path.stat().st_size < 200_000
 
     assert isinstance((await drain(agent.invoke("s", "and now?")))[-1], Completed)
     assert seen[-1] < 100_000  # later requests stay small too

@@ -239,7 +239,9 @@ async def test_a_real_engine_wakes_itself_and_resumes_the_same_conversation(tmp_
     await wait_until(lambda: len(runs_of(tmp_path / "state", "wake")) == 2)
     assert [r["outcome"] for r in runs_of(tmp_path / "state", "wake")] == ["deferred", "completed"]
     assert runs_of(tmp_path / "state", "wake")[1]["reply"] == "The oven is off now."
-    lines = [json.loads(line) for line in store.path_for("kitchen").read_text().splitlines()]
+    path = store.location("kitchen")
+    assert path is not None
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
     users = [e["message"]["content"][0]["text"] for e in lines if e.get("message", {}).get("role") == "user"]
     assert users == [
         "remind me about the oven",

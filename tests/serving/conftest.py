@@ -165,6 +165,8 @@ def real_agent(tmp_path: Path, model: ScriptedModel, tools: Sequence[Any] = ()) 
 def session_lines(tmp_path: Path, agent: EngineAgent, session: str) -> list[dict[str, Any]]:
     store = agent.config.sessions
     assert isinstance(store, FileSessionStore)
-    text = store.path_for(session).read_text(encoding="utf-8")
+    path = store.location(session)
+    assert path is not None
+    text = path.read_text(encoding="utf-8")
     assert text.endswith("\n")
     return [json.loads(line) for line in text.splitlines()]

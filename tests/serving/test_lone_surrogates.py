@@ -13,6 +13,7 @@ from fastagent_cli.contract import Completed, Text
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.models.scripted import ScriptedModel
 from fastagent_cli.serving.invoke_http import create_invoke_handler
+from fastagent_cli.sessions.layout import encode_id
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.engine.fake_model import agent_on_fake
 from tests.fakes.fake_providers import FakeOpenAI, openai_reply
@@ -34,7 +35,9 @@ async def post_raw(base: str, body: str) -> tuple[int, str]:
 def record_lines(agent: EngineAgent, session: str) -> list[dict[str, object]]:
     store = agent.config.sessions
     assert isinstance(store, FileSessionStore)
-    raw = store.path_for(session).read_bytes()
+    path = store.location(session)
+    assert path is not None
+    raw = path.read_bytes()
     raw.decode("utf-8")  # strict: the file is valid UTF-8
     return [json.loads(line) for line in raw.splitlines()]
 
@@ -56,7 +59,7 @@ async def test_a_request_with_lone_surrogates_completes_and_round_trips(
     finally:
         await agent.aclose()
     lines = record_lines(agent, SESSION)
-    assert lines[0]["fastagentSession"] == SESSION
+    assert lines[0]["id"] == encode_id(SESSION)  # the header's id: the caller's, encoded
     user = lines[1]["message"]
     assert isinstance(user, dict) and user["content"] == [{"type": "text", "text": TEXT}]
 

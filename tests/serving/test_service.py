@@ -14,6 +14,7 @@ import pytest
 from fastagent_cli.contract import Completed, Text
 from fastagent_cli.errors import ModelError, ServeError
 from fastagent_cli.serving.service import create_agent_service
+from tests.conftest import find_record
 from tests.serving.conftest import StartServer, sse_events
 
 MakeAgent = Callable[..., Path]
@@ -238,4 +239,4 @@ async def test_the_service_uses_the_sessions_dir(
             assert isinstance(sse_events(await resp.text())[-1], Completed)
     finally:
         await service.close()
-    assert any(sessions.glob("*.jsonl"))
+    assert find_record(sessions, "kept") is not None

@@ -60,7 +60,9 @@ async def test_a_leaf_move_is_durable_and_pi_reads_it_the_same_way(tmp_path: Pat
     target = [e for e in record.entries if e["type"] == "message"][1]["id"]  # "re one"
     assert record.move_leaf(target) is True
     assert record.move_leaf(target) is False  # already there: nothing written
-    lines = [json.loads(line) for line in store.path_for("b").read_text().splitlines()]
+    path = store.location("b")
+    assert path is not None
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
     marker = lines[-1]
     assert (marker["type"], marker["customType"], marker["parentId"]) == ("custom", LEAF_MARKER_TYPE, target)
     reopened = await FileSessionStore(tmp_path / "s", tmp_path).open_if_exists("b")

@@ -130,3 +130,27 @@ def test_a_kept_index_makes_a_new_process_start_warm(tmp_path: Path, monkeypatch
     assert grown.message_count == 2 and reads == [size]  # only the appended line was read
     (tmp_path / ".index.json").write_text("{torn", encoding="utf-8")  # a broken index is ignored
     assert listing.SessionIndex(tmp_path, persist=True).list()[0].message_count == 2
+
+
+def test_ids_come_from_the_headers_of_pi_and_the_original(tmp_path: Path) -> None:
+    from fastagent_cli.sessions.store import FileSessionStore
+    from fastagent_cli.state.atomic import dumps_line
+
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    store.files.directory.mkdir(parents=True)
+    stamp = "2026-03-15T10:00:00.000Z"
+    for key in ("0199a8f2-7c1e-7a55-9a41-3c2b1d0e9f10", "telegram%3A-100"):  # pi's UUID, the original's
+        header = {"type": "session", "version": 3, "id": key, "timestamp": stamp, "cwd": "/home/u/proj"}
+        user = {
+            "type": "message",
+            "id": "m1",
+            "parentId": None,
+            "timestamp": stamp,
+            "message": {"role": "user", "content": "q"},
+        }
+        (store.files.directory / f"2026-03-15T10-00-00-000Z_{key}.jsonl").write_text(
+            dumps_line(header) + "\n" + dumps_line(user) + "\n"
+        )
+    found = sorted(s.session for s in store.list_sessions())
+    assert found == ["0199a8f2-7c1e-7a55-9a41-3c2b1d0e9f10", "telegram:-100"]
+    assert (tmp_path / "s" / store.files.directory.name / ".index.json").is_file()  # kept beside the records

@@ -10,21 +10,32 @@ from pathlib import Path
 import pytest
 
 from fastagent_cli.errors import SessionError
+from fastagent_cli.sessions.layout import record_name, workspace_dirname
 from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
+from tests.conftest import record_files
 
 
 def lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def path_of(store: FileSessionStore, session: str) -> Path:
+    path = store.location(session)
+    assert path is not None
+    return path
+
+
 async def test_the_record_is_published_when_created(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path / "s", tmp_path)
     record = await store.open_or_create("-1001234567890")
-    path = tmp_path / "s" / "s-1001234567890.jsonl"
+    path = path_of(store, "-1001234567890")
     header = lines(path)[0]
+    assert list(header) == ["type", "version", "id", "timestamp", "cwd"]  # pi's header, in pi's order
     assert header["type"] == "session" and header["version"] == 3
-    assert header["cwd"] == str(tmp_path) and header["fastagentSession"] == "-1001234567890"
+    assert header["cwd"] == str(tmp_path) and header["id"] == "-1001234567890"
+    stamp = str(header["timestamp"]).replace(":", "-").replace(".", "-")
+    assert path == tmp_path / "s" / workspace_dirname(str(tmp_path)) / f"{stamp}_-1001234567890.jsonl"
     record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
     assert lines(path)[1]["message"]["content"][0]["text"] == "q"
     again = await store.open_or_create("-1001234567890")
@@ -48,7 +59,7 @@ async def test_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path, tmp_path)
     record = await store.open_or_create("torn")
     record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
-    path = store.path_for("torn")
+    path = path_of(store, "torn")
     with open(path, "a") as fh:
         fh.write('{"type":"message","id":"dead","parentId":')
     reopened = await store.open_if_exists("torn")
@@ -91,7 +102,7 @@ async def test_a_dangling_tool_call_is_repaired_on_open(tmp_path: Path) -> None:
     assert repaired["content"][0]["text"] == INTERRUPTED_TOOL_TEXT
     assert repaired["details"] == {"fastagent": "interrupted-tool-call"}
     assert (await store.open_if_exists("crash")).dangling_tool_calls() == []  # type: ignore[union-attr]
-    assert len(lines(store.path_for("crash"))) == 5  # header + 3 + one repair, not two
+    assert len(lines(path_of(store, "crash"))) == 5  # header + 3 + one repair, not two
 
 
 async def test_open_if_exists_never_creates(tmp_path: Path) -> None:
@@ -102,7 +113,8 @@ async def test_open_if_exists_never_creates(tmp_path: Path) -> None:
 
 async def test_a_foreign_file_is_a_session_error(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path, tmp_path)
-    store.path_for("bad").write_text('{"hello": 1}\n')
+    store.files.directory.mkdir()
+    (store.files.directory / record_name("2026-01-01T00:00:00.000Z", "bad")).write_text('{"hello": 1}\n')
     with pytest.raises(SessionError, match="not a session record"):
         await store.open_if_exists("bad")
 
@@ -160,7 +172,7 @@ async def test_concurrent_creators_publish_one_record(tmp_path: Path) -> None:
         from fastagent_cli.sessions.store import FileSessionStore
         async def main():
             r = await FileSessionStore({str(tmp_path)!r}).open_or_create("race")
-            print(r.header["id"])
+            print(r.header["timestamp"])
         asyncio.run(main())
         """
     )
@@ -169,13 +181,13 @@ async def test_concurrent_creators_publish_one_record(tmp_path: Path) -> None:
     ]
     ids = {p.communicate()[0].strip() for p in procs}
     assert len(ids) == 1
-    assert len(os.listdir(tmp_path)) == 1
+    assert len(record_files(tmp_path)) == 1
 
 
 async def test_appends_after_a_torn_line_start_on_their_own_line(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path, tmp_path)
     await store.open_or_create("torn2")
-    with open(store.path_for("torn2"), "a") as fh:
+    with open(path_of(store, "torn2"), "a") as fh:
         fh.write('{"type":"message","id":"dead"')  # a crash mid-write
     fresh = FileSessionStore(tmp_path, tmp_path)
     record = await fresh.open_if_exists("torn2")
@@ -194,7 +206,7 @@ async def test_reads_are_incremental_and_see_other_writers(tmp_path: Path) -> No
     theirs = await other.open_if_exists("inc")
     assert theirs is not None
     theirs.append("label", targetId="b", label="theirs")
-    path = store.path_for("inc")
+    path = path_of(store, "inc")
     with open(path, "a") as fh:
         fh.write('{"type":"label","id":"half","parentId":null,"timestamp":"t","label":"hal')
     seen = await store.open_if_exists("inc")
@@ -244,12 +256,17 @@ async def test_records_and_their_directories_are_private_from_creation(tmp_path:
         path.relative_to(tmp_path).as_posix(): oct(path.stat().st_mode & 0o777)
         for path in [state, *sorted(state.rglob("*"))]
     }
+    records = f".fastagent/sessions/{workspace_dirname(str(tmp_path))}"
     assert modes == {
         ".fastagent": "0o700",
         ".fastagent/sessions": "0o700",
         ".fastagent/sessions/.locks": "0o700",
         ".fastagent/sessions/.locks/ss1.lock": "0o600",
-        ".fastagent/sessions/ss1.jsonl": "0o600",
+        ".fastagent/sessions/.locks/create.lock": "0o600",
+        ".fastagent/sessions/.locks/create.generation": "0o600",
+        ".fastagent/sessions/.staging": "0o700",
+        records: "0o700",
+        f"{records}/{path_of(store, 's1').name}": "0o600",
     }
 
 
@@ -260,7 +277,7 @@ async def test_a_corrupt_middle_line_is_skipped_with_a_warning_and_the_older_his
     record = await store.open_or_create("c")
     for text in ("one", "two", "three", "four"):
         record.append_message({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1})
-    path = store.path_for("c")
+    path = path_of(store, "c")
     rows = path.read_text(encoding="utf-8").splitlines()
     rows[2] = rows[2][: len(rows[2]) // 2]  # line 3 ("two") cut in half by some accident
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
@@ -279,3 +296,25 @@ async def test_a_corrupt_middle_line_is_skipped_with_a_warning_and_the_older_his
     again = await store.open_if_exists("c")
     assert again is not None
     assert [m["content"][0]["text"] for m in again.context().messages] == ["one", "three", "four", "five"]  # type: ignore[index]
+
+
+async def test_a_leaf_entry_of_the_original_moves_the_leaf(tmp_path: Path) -> None:
+    """pi's harness (the original's ``navigate``) records a leaf move as a ``leaf`` entry."""
+    store = FileSessionStore(tmp_path, tmp_path)
+    record = await store.open_or_create("nav")
+    a = record.append("label", targetId="x", label="a")
+    b = record.append("label", targetId="x", label="b")
+    record.append("leaf", targetId=a["id"])  # navigated back to a
+    reopened = await store.open_if_exists("nav")
+    assert reopened is not None and reopened.leaf_id == a["id"]
+    assert [e["id"] for e in reopened.path()] == [a["id"]]
+    c = reopened.append("label", targetId="x", label="c")
+    assert c["parentId"] == a["id"] and b["id"] not in [e["id"] for e in reopened.path()]
+
+
+async def test_records_are_private_from_creation(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    await store.open_or_create("private")
+    path = path_of(store, "private")
+    assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    assert not list((tmp_path / "s" / ".staging").iterdir())  # the staged copy is gone

@@ -15,7 +15,7 @@ from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
 from fastagent_cli.sessions.record import TOOL_ACTIVATION_TYPE
 from fastagent_cli.tools.base import Tool, ToolContext, text_result
 from fastagent_cli.tools.search_tools import MAX_ACTIVATIONS, MAX_LISTED, search, with_search_tool
-from tests.conftest import RunCli
+from tests.conftest import RunCli, record_files
 from tests.definition.fixture_agent import build_fixture_agent, recorded
 
 
@@ -196,7 +196,7 @@ def test_activation_survives_a_process_restart(tmp_path: Path, run_cli: RunCli) 
         "isError": False,
         "content": [{"type": "text", "text": "sunny in Paris"}],
     }
-    session_file = next((agent_dir / ".fastagent" / "sessions").glob("*.jsonl"))
+    (session_file,) = record_files(agent_dir / ".fastagent" / "sessions")
     entries = [json.loads(line) for line in session_file.read_text().splitlines()]
     assert [e["data"] for e in entries if e.get("customType") == TOOL_ACTIVATION_TYPE] == [
         {"names": ["weather"]}

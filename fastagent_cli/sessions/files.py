@@ -1,0 +1,136 @@
+"""The record files of one workspace in a sessions directory, in pi's layout.
+
+:class:`RecordFiles` is what the file store asks where a session's record is and how a new one is
+published (naming in :mod:`~fastagent_cli.sessions.layout`, lookup in
+:mod:`~fastagent_cli.sessions.index`):
+
+* records live in ``<sessions dir>/--<workspace>--/`` (created 0700, files 0600);
+* a new record is published complete (written to a temp file, fsynced, hard-linked into place)
+  under ``.locks/create.lock``, whose generation counter (``.locks/create.generation``) tells the
+  creator whether another process created records since it last listed the directory: two
+  processes creating one session at once publish one record, an id that has one never gets a
+  second, and a creation lists nothing when nobody else created meanwhile;
+* records of the flat layout found in the sessions directory are moved in when the files are
+  first opened (:mod:`~fastagent_cli.sessions.migrate`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.errors import SessionError
+from fastagent_cli.sessions.index import RecordIndex
+from fastagent_cli.sessions.layout import record_name, stamp_of, workspace_dirname
+from fastagent_cli.sessions.migrate import migrate_flat_records
+from fastagent_cli.sessions.store_errors import store_error
+from fastagent_cli.state.atomic import dumps_line, fsync_dir, make_private_dir, stage_file
+from fastagent_cli.state.locks import FileLock, LockTimeoutError
+
+__all__ = ["RecordFiles"]
+
+Lease = Callable[[str], Callable[[], None] | None]
+
+
+class RecordFiles:
+    def __init__(self, root: Path, cwd: str, lease: Lease) -> None:
+        if root.exists() and not root.is_dir():
+            raise SessionError(f"the sessions directory {root} is a file, not a directory")
+        self.root = root
+        self.directory = root / workspace_dirname(cwd)
+        self.index = RecordIndex(self.directory)
+        self._counter = root / ".locks" / "create.generation"
+        self._threads = threading.Lock()
+        self.staging = root / ".staging"
+        self.migration = migrate_flat_records(root, self.directory, lease)
+
+    def find(self, session: str) -> Path | None:
+        """The record file of ``session`` (``None`` when it has none)."""
+        return self.index.find(session)
+
+    def forget(self, path: Path) -> None:
+        self.index.forget(path)
+
+    def publish(
+        self, session: str, header: dict[str, Any], body: bytes = b"", *, fresh: bool = False
+    ) -> tuple[Path, bool]:
+        """Publish a record (``header``, then ``body``: whole JSONL lines) unless ``session`` has
+        one: the record's path, and whether this call created it. ``fresh``: an existing record is
+        a SessionError.
+
+        The record is written and fsynced first, in ``.staging/`` (so the workspace directory
+        changes only by the link); only the check and the link are made under the creation lock,
+        so creators wait on each other for a few system calls, not a disk flush."""
+        path = self.directory / record_name(stamp_of(header, 0.0), session)
+        data = (dumps_line(header) + "\n").encode("utf-8") + body
+        try:
+            make_private_dir(self.directory)
+            make_private_dir(self.staging)
+            staged = stage_file(self.staging / path.name, data, mode=0o600)
+        except OSError as exc:
+            raise store_error("write", exc, self.directory) from exc
+        try:
+            with self._creating(session):
+                generation = _generation(self._counter)
+                existing = self.index.find(session, generation)
+                if existing is not None:
+                    if fresh:
+                        raise SessionError(f"session {session!r} exists already ({existing})")
+                    return existing, False
+                os.link(staged, path)
+                _set_generation(self._counter, generation + 1)
+                self.index.published(session, path, generation + 1)
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise store_error("write", exc, path) from exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+        return path, True
+
+    @contextlib.contextmanager
+    def _creating(self, session: str) -> Iterator[None]:
+        """The creation lock: this process's threads queue on a mutex, processes on the file."""
+        with self._threads:
+            lock = FileLock(self.root / ".locks" / "create.lock", timeout=30.0)
+            try:
+                lock.acquire()
+            except LockTimeoutError:
+                raise SessionError(f"cannot create session {session!r}: {lock.path} stays locked") from None
+            try:
+                yield
+            finally:
+                lock.release()
+
+    def paths(self) -> list[Path]:
+        """Every ``*.jsonl`` file of the workspace directory (never per turn)."""
+        try:
+            with os.scandir(self.directory) as entries:
+                names = [e.name for e in entries if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise store_error("read", exc, self.directory) from exc
+        return sorted(self.directory / name for name in names)
+
+
+def _generation(path: Path) -> int:
+    """How many records were created under the creation lock (read while holding it)."""
+    try:
+        return int(path.read_bytes() or b"0")
+    except FileNotFoundError:
+        return 0
+    except ValueError:
+        return -1  # unreadable: every index lists again, and the next creation rewrites it
+
+
+def _set_generation(path: Path, value: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, str(value).encode())
+    finally:
+        os.close(fd)
