@@ -6,6 +6,8 @@
   problems as data (``info``, ``tool``, the model picker and the ``dev`` supervisor stop here); it
   creates nothing on disk. :func:`locate_agent` / :func:`login_target` are the lighter read of
   ``login`` and ``logout``.
+* :func:`open_session_archive` opens only an agent's stored sessions (``fastagent sessions``:
+  list, show, export, import), with no model.
 * :func:`open_agent` opens a surface (``invoke``, ``chat``, ``dev``, ``start``): it raises what is
   fatal and hands hosts an :class:`OpenedAgent`, the contract's ``Agent`` plus the
   :class:`SessionPort`. :func:`open_agent_dir` is both steps at once.
@@ -16,6 +18,13 @@ the contract and the errors only; the engine, the stores and the model registry 
 ports.
 """
 
+from fastagent_cli.assembly.archive import (
+    ForeignRecord,
+    SessionArchive,
+    StoredSession,
+    open_session_archive,
+    stored_session_ids,
+)
 from fastagent_cli.assembly.library import create_agent
 from fastagent_cli.assembly.opened import OpenedAgent, open_agent, open_agent_dir
 from fastagent_cli.assembly.reading import (
@@ -25,6 +34,7 @@ from fastagent_cli.assembly.reading import (
     ScheduleDir,
     inspect_agent_dir,
     locate_agent,
+    locate_state,
     login_target,
     read_schedules,
     resolve_model_spec,
@@ -51,13 +61,16 @@ __all__ = [
     "AgentSurface",
     "ChannelFiles",
     "Finding",
+    "ForeignRecord",
     "InspectedChannel",
     "OpenedAgent",
     "ScheduleDir",
+    "SessionArchive",
     "SessionPort",
     "SessionSettings",
     "SessionSummary",
     "SessionView",
+    "StoredSession",
     "SummaryRow",
     "channel_files",
     "connection_name",
@@ -69,10 +82,13 @@ __all__ = [
     "inspect_channels",
     "is_long_connection",
     "locate_agent",
+    "locate_state",
     "login_target",
     "module_name",
     "open_agent",
     "open_agent_dir",
+    "open_session_archive",
     "read_schedules",
+    "stored_session_ids",
     "resolve_model_spec",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "ScheduleDir",
     "inspect_agent_dir",
     "locate_agent",
+    "locate_state",
     "login_target",
     "read_schedules",
     "resolve_model_spec",
@@ -119,8 +120,16 @@ class ScheduleDir:
     schedules: ScheduleSet
 
 
+def locate_state(
+    directory: str | os.PathLike[str] = ".", env: Mapping[str, str] | None = None
+) -> AgentLocation:
+    """The agent at ``directory`` and where its state lives (placement, ``.env``, the state root):
+    the read of commands that only touch state."""
+    return _locate(resolve_placement(directory, env), env)
+
+
 def read_schedules(directory: str | os.PathLike[str] = ".") -> ScheduleDir:
-    location = _locate(resolve_placement(directory), None)
+    location = locate_state(directory)
     return ScheduleDir(location.placement, location.state_root, load_schedules(location.agent_dir))
 
 

@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fastagent_cli.cli.schedule_cmd:schedule",
         "List schedules and wake-ups, show run history, cancel a wake-up.",
     ),
+    "sessions": (
+        "fastagent_cli.cli.sessions_cmd:sessions",
+        "List, show, export and import stored sessions (pi's format).",
+    ),
     "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
     "tool": ("fastagent_cli.cli.tool_cmd:tool", "Run one tool directly with JSON arguments."),
 }

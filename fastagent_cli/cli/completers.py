@@ -10,7 +10,8 @@ broken agent directory completes nothing rather than printing a traceback into t
   ``scripted/echo`` and the agent's ``scripts/*.json``, then the ``:thinking`` levels once a spec
   is typed;
 * :func:`tool_names`: the coding tools the config enables plus ``tools/*.py`` (file name = name);
-* :func:`schedule_names`: ``schedules/*.toml``.
+* :func:`schedule_names`: ``schedules/*.toml``;
+* :func:`session_ids`: the stored sessions' ids, from their file names.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import click
 from click.shell_completion import CompletionItem
 
-__all__ = ["agent_dirs", "model_specs", "schedule_names", "tool_names"]
+__all__ = ["agent_dirs", "model_specs", "schedule_names", "session_ids", "tool_names"]
 
 _CONFIG = "fastagent.toml"
 
@@ -121,3 +122,14 @@ def schedule_names(ctx: click.Context, param: click.Parameter, incomplete: str) 
     if agent_dir is None:
         return []
     return [CompletionItem(n) for n in _stems(agent_dir / "schedules", ".toml") if n.startswith(incomplete)]
+
+
+def session_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    from fastagent_cli.assembly import stored_session_ids
+
+    sessions_dir = ctx.params.get("sessions_dir")
+    try:
+        ids = stored_session_ids(_directory(ctx), sessions_dir if isinstance(sessions_dir, str) else None)
+    except Exception:
+        return []
+    return [CompletionItem(i) for i in ids if i.startswith(incomplete)]

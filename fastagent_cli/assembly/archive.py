@@ -1,0 +1,202 @@
+"""An agent's stored sessions, as ``fastagent sessions`` reads and moves them (no model needed).
+
+:func:`open_session_archive` reads only where the agent's state lives (placement, ``.env``, the
+state root, ``--sessions-dir``) and opens its session store, which moves records of the older
+flat layout into pi's layout on that first open. :class:`SessionArchive`:
+
+* :meth:`~SessionArchive.list`: summaries, newest first (``limit=1`` reads one file);
+* :meth:`~SessionArchive.resolve`: an id as typed (exact, or an unambiguous prefix) -> the id;
+* :meth:`~SessionArchive.read`: a :class:`StoredSession`, the record as stored, with its active
+  path (never repaired, never written);
+* :meth:`~SessionArchive.export_jsonl`: the record's bytes, which the original and pi open as
+  they are;
+* :meth:`~SessionArchive.sources` / :meth:`~SessionArchive.import_record`: records from a file,
+  a sessions directory (pi's ``~/.pi/agent/sessions`` too) or another agent directory, stored
+  here under their own id or a new one.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.assembly.reading import locate_state
+from fastagent_cli.errors import SessionError
+from fastagent_cli.sessions.index import name_key
+from fastagent_cli.sessions.layout import decode_id, workspace_dirname
+from fastagent_cli.sessions.listing import SessionSummary
+from fastagent_cli.sessions.store import FileSessionStore, SessionStore
+from fastagent_cli.sessions.transfer import ForeignRecord, find_records, prepared
+from fastagent_cli.state.paths import STATE_DIRNAME, resolve_sessions_dir
+
+__all__ = ["ForeignRecord", "SessionArchive", "StoredSession", "open_session_archive", "stored_session_ids"]
+
+AGENT_MARKER = "fastagent.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    session: str
+    path: Path | None
+    header: Mapping[str, Any]
+    entries: Sequence[Mapping[str, Any]]
+    """Every entry after the header, in file order."""
+    active: Sequence[Mapping[str, Any]]
+    """The entries from the root to the leaf: the conversation a next turn continues."""
+    message_count: int
+    name: str | None
+    model: str | None
+    """``provider/model`` the session last recorded (a ``model_change`` or an answer), if any."""
+    thinking: str | None
+
+
+class SessionArchive:
+    def __init__(self, store: SessionStore, sessions_dir: Path, workspace: Path) -> None:
+        self._store = store
+        self.sessions_dir = sessions_dir
+        self.workspace = workspace
+
+    @property
+    def records_dir(self) -> Path:
+        """Where this workspace's records are (``<sessions dir>/--<workspace>--``)."""
+        return self.sessions_dir / workspace_dirname(str(self.workspace))
+
+    def list(self, limit: int | None = 30) -> list[SessionSummary]:
+        return self._store.list_sessions(limit)
+
+    def resolve(self, typed: str) -> str:
+        """The stored session ``typed`` names: its id, or the one id it is a prefix of.
+        SessionError otherwise."""
+        if self._store.location(typed) is not None:
+            return typed
+        matches = [s.session for s in self._store.list_sessions(None) if s.session.startswith(typed)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise SessionError(
+                f"{typed!r} is the start of {len(matches)} session ids ({shown}); type more of it"
+            )
+        raise SessionError(
+            f"no session {typed!r} in {self.records_dir} (`fastagent sessions list` shows the ids)"
+        )
+
+    async def read(self, session: str) -> StoredSession | None:
+        record = await self._store.read(session)
+        if record is None:
+            return None
+        context = record.context()
+        model = f"{context.model[0]}/{context.model[1]}" if context.model else _answered_by(record.entries)
+        return StoredSession(
+            session=session,
+            path=self._store.location(session),
+            header=record.header,
+            entries=tuple(record.entries),
+            active=tuple(record.path()),
+            message_count=record.message_count,
+            name=record.name,
+            model=model,
+            thinking=context.thinking_level,
+        )
+
+    def export_jsonl(self, session: str) -> bytes:
+        data = self._store.dump(session)
+        if data is None:
+            raise SessionError(f"no session {session!r} in {self.records_dir}")
+        return data
+
+    def other_workspaces(self) -> builtins.list[tuple[str, int]]:
+        """Other workspaces' record directories in the sessions directory, with their record counts
+        (a moved agent directory leaves its sessions under its old path)."""
+        try:
+            with os.scandir(self.sessions_dir) as entries:
+                dirs = [
+                    e for e in entries if e.is_dir() and e.name.startswith("--") and e.name.endswith("--")
+                ]
+        except OSError:
+            return []
+        counts = [(e.name, _count(Path(e.path))) for e in dirs if e.name != self.records_dir.name]
+        return sorted((name, count) for name, count in counts if count)
+
+    def count(self) -> int:
+        """How many records this workspace has (names only: no file is read)."""
+        return _count(self.records_dir)
+
+    # --- import -----------------------------------------------------------------------------------
+
+    def sources(self, source: Path) -> builtins.list[ForeignRecord]:
+        """The records in ``source`` (a file, a sessions directory, or an agent directory: its
+        ``.fastagent/sessions``), newest first."""
+        if source.is_dir() and (source / AGENT_MARKER).is_file():
+            source = source / STATE_DIRNAME / "sessions"
+            if not source.is_dir():
+                return []
+        return find_records(source)
+
+    async def import_record(
+        self, record: ForeignRecord, session: str | None = None
+    ) -> tuple[str, Path | None]:
+        """Store ``record`` here under ``session`` (default: its own id); SessionError when that
+        id has a record here already. Returns the id and the new file."""
+        target = record.session if session is None else session
+        existing = self._store.location(target)
+        if existing is not None and existing.resolve() == record.path.resolve():
+            raise SessionError(f"{record.path} is this agent's session {target!r} already")
+        if existing is not None:
+            raise SessionError(
+                f"session {target!r} exists here already ({existing}); "
+                "import it under another id with --as ID or --new-id"
+            )
+        header, body = prepared(record, target, str(self.workspace))
+        return target, await self._store.import_record(target, header, body)
+
+
+def _count(directory: Path) -> int:
+    try:
+        with os.scandir(directory) as files:
+            return sum(1 for f in files if f.name.endswith(".jsonl") and not f.name.startswith("."))
+    except OSError:
+        return 0
+
+
+def _answered_by(entries: Sequence[Mapping[str, Any]]) -> str | None:
+    for entry in reversed(entries):
+        message = entry.get("message")
+        if (
+            entry.get("type") == "message"
+            and isinstance(message, dict)
+            and message.get("role") == "assistant"
+        ):
+            provider, model = message.get("provider"), message.get("model")
+            if isinstance(provider, str) and isinstance(model, str):
+                return f"{provider}/{model}"
+    return None
+
+
+def stored_session_ids(directory: str | os.PathLike[str] = ".", sessions_dir: str | None = None) -> list[str]:
+    """The ids of the agent's stored sessions, from the file names alone: nothing is opened,
+    written or moved (shell completion). Ids too long for a file name are left out."""
+    location = locate_state(directory)
+    root = resolve_sessions_dir(location.state_root, sessions_dir, location.workspace)
+    try:
+        names = os.listdir(root / workspace_dirname(str(location.workspace)))
+    except OSError:
+        return []
+    keys = [key for key in map(name_key, names) if key is not None and "~" not in key]
+    return sorted({decode_id(key) or key for key in keys})
+
+
+def open_session_archive(
+    directory: str | os.PathLike[str] = ".",
+    *,
+    sessions_dir: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SessionArchive:
+    """The sessions of the agent in ``directory`` (``env`` replaces the process environment)."""
+    location = locate_state(directory, env)
+    root = resolve_sessions_dir(location.state_root, sessions_dir, location.workspace)
+    return SessionArchive(FileSessionStore(root, location.workspace), root, location.workspace)
