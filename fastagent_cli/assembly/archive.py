@@ -4,7 +4,7 @@
 state root, ``--sessions-dir``) and opens its session store, which moves records of the older
 flat layout into pi's layout on that first open. :class:`SessionArchive`:
 
-* :meth:`~SessionArchive.list`: summaries, newest first (``limit=1`` reads one file);
+* :meth:`~SessionArchive.list`: summaries, newest first (``limit=1``: the last session);
 * :meth:`~SessionArchive.resolve`: an id as typed (exact, or an unambiguous prefix) -> the id;
 * :meth:`~SessionArchive.read`: a :class:`StoredSession`, the record as stored, with its active
   path (never repaired, never written);
