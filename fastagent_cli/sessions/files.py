@@ -28,7 +28,7 @@ from fastagent_cli.sessions.index import RecordIndex
 from fastagent_cli.sessions.layout import record_name, stamp_of, workspace_dirname
 from fastagent_cli.sessions.migrate import migrate_flat_records
 from fastagent_cli.sessions.store_errors import store_error
-from fastagent_cli.state.atomic import dumps_line, fsync_dir, make_private_dir, stage_file
+from fastagent_cli.state.atomic import dumps_line, make_private_dir, stage_file
 from fastagent_cli.state.locks import FileLock, LockTimeoutError
 
 __all__ = ["RecordFiles"]
@@ -64,7 +64,9 @@ class RecordFiles:
 
         The record is written and fsynced first, in ``.staging/`` (so the workspace directory
         changes only by the link); only the check and the link are made under the creation lock,
-        so creators wait on each other for a few system calls, not a disk flush."""
+        so creators wait on each other for a few system calls, not a disk flush. (The directory is
+        not fsynced after the link, as appends are not: a turn's first request waits for one
+        flush, not two.)"""
         path = self.directory / record_name(stamp_of(header, 0.0), session)
         data = (dumps_line(header) + "\n").encode("utf-8") + body
         try:
@@ -84,7 +86,6 @@ class RecordFiles:
                 os.link(staged, path)
                 _set_generation(self._counter, generation + 1)
                 self.index.published(session, path, generation + 1)
-            fsync_dir(self.directory)
         except OSError as exc:
             raise store_error("write", exc, path) from exc
         finally:
