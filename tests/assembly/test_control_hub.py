@@ -287,3 +287,39 @@ async def test_an_unreadable_store_is_sessions_unavailable(
     with pytest.raises(SessionsUnavailable) as raised:
         await hub.sessions.list()
     assert raised.value.code == "sessions_unavailable"
+
+
+async def test_entries_carry_thinking_and_tool_arguments_and_the_agents_model_is_selectable(
+    tmp_path: Path,
+) -> None:
+    from fastagent_cli.tools.define import tool
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather."""
+        return f"{city}: sunny"
+
+    def respond(request: ScriptedRequest) -> Any:
+        if request.round == 0:
+            return {"thinking": "I will look.", "toolCalls": [{"name": "weather", "args": {"city": "Paris"}}]}
+        return "sunny"
+
+    agent = create_agent(
+        model=ScriptedModel.from_callable(respond),
+        tools=[weather],
+        sessions=FileSessionStore(tmp_path / "sessions", tmp_path),
+        cwd=tmp_path,
+    )
+    hub = session_control(agent)
+    await drain(agent.invoke("w", "weather?"))
+    entries = [e.to_json() for e in (await hub.sessions.get("w").entries()).entries]
+    assert [e["kind"] for e in entries] == ["user", "assistant", "tool", "assistant"]
+    call = entries[1]["data"]
+    assert call == {
+        "text": "",
+        "thinking": "I will look.",
+        "toolCalls": [{"id": entries[2]["data"]["toolCallId"], "name": "weather", "args": {"city": "Paris"}}],
+    }
+    assert entries[3]["data"] == {"text": "sunny"}  # no thinking, no calls: no keys for them
+    allowed = (await hub.capabilities()).model_selection
+    assert allowed is not None and allowed[0] == "scripted/custom" and "openai/gpt-4.1-mini" in allowed

@@ -402,3 +402,83 @@ async def test_raw_paths_are_matched_undecoded(plane: Plane) -> None:
     bad = request.replace(b"a%2F..%2Fb", b"bad%zz")
     status, headers, body = split_response(await raw_http(port, bad))
     assert (status, body) == (404, b"not found\n") and headers["access-control-allow-origin"] == "*"
+
+
+async def wait_status(plane: Plane, session: str, status: str) -> dict[str, Any]:
+    for _ in range(500):
+        state: dict[str, Any] = await plane.get(f"/sessions/{session}")
+        if state["status"] == status:
+            return state
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"session {session} never {status}")
+
+
+async def test_a_detached_invoke_answers_at_once_and_the_run_outlives_the_request(plane: Plane) -> None:
+    async with plane.http.get(plane.url("/sessions/d/events"), headers=AUTH) as events:
+        status, body = await plane.send(
+            "POST", "/invoke", {"session": "d", "text": "slow please", "detach": True}
+        )
+        assert status == 200 and body["ok"] is True
+        running = await wait_status(plane, "d", "running")
+        assert body["runId"] == running["activeRunId"]  # the run the answer names is the one going on
+        assert len(plane.service.detached or ()) == 1
+        # the run started after the answer: the watcher sees it from run_started on
+        first = json.loads((await events.content.readline()).decode()[len("data: ") :])
+        assert first["event"] == {**first["event"], "type": "run_started", "runId": body["runId"]}
+    # the request is long gone and nobody watches: the run goes on until it is stopped
+    await asyncio.sleep(0.3)
+    assert (await plane.get("/sessions/d"))["status"] == "running"
+    busy = await plane.send("POST", "/invoke", {"session": "d", "text": "again", "detach": True})
+    assert busy == (
+        200,
+        {
+            "ok": False,
+            "error": {"code": "session_busy", "message": busy[1]["error"]["message"], "retryable": True},
+        },
+    )
+    assert "busy" in busy[1]["error"]["message"]
+    status, body = await plane.send("POST", "/sessions/d/actions", {"type": "abort"})
+    assert body["ok"] is True
+    await wait_status(plane, "d", "idle")
+    assert len(plane.service.detached or ()) == 0
+    entries = (await plane.get("/sessions/d/entries"))["entries"]
+    assert [e["kind"] for e in entries] == ["user", "assistant", "tool"]
+    assert entries[1]["data"]["toolCalls"] == [
+        {"id": entries[2]["data"]["toolCallId"], "name": "nap", "args": {}}
+    ]
+
+
+async def test_a_detached_invoke_that_completes_at_once_is_ok_and_bad_detach_is_400(plane: Plane) -> None:
+    status, body = await plane.send("POST", "/invoke", {"session": "q", "text": "hi", "detach": True})
+    assert status == 200 and body["ok"] is True and isinstance(body["runId"], str)
+    await wait_status(plane, "q", "idle")
+    entries = (await plane.get("/sessions/q/entries"))["entries"]
+    assert [(e["kind"], e["data"]["text"]) for e in entries] == [("user", "hi"), ("assistant", "hello back")]
+    assert await plane.send("POST", "/invoke", {"session": "q", "text": "hi", "detach": "yes"}) == (
+        400,
+        '"detach" must be a boolean\n',
+    )
+    assert (
+        await plane.send("POST", "/invoke", {"session": "q", "text": "x", "detach": False, "images": [1]})
+    )[0] == 400
+
+
+async def test_closing_the_service_cancels_detached_runs(plane: Plane) -> None:
+    status, body = await plane.send(
+        "POST", "/invoke", {"session": "c", "text": "slow please", "detach": True}
+    )
+    assert body["ok"] is True
+    await wait_status(plane, "c", "running")
+    detached = plane.service.detached
+    assert detached is not None and len(detached) == 1
+    await detached.aclose()
+    assert len(detached) == 0
+    assert (await plane.get("/sessions/c"))["status"] == "idle"
+    tools = [e for e in (await plane.get("/sessions/c/entries"))["entries"] if e["kind"] == "tool"]
+    assert tools and tools[0]["data"]["text"] == "Operation aborted"
+    refused = await plane.send("POST", "/invoke", {"session": "c", "text": "hi", "detach": True})
+    assert refused[1]["error"] == {
+        "code": "boundary_command_failed",
+        "message": "the server is shutting down",
+        "retryable": True,
+    }

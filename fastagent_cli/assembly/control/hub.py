@@ -180,7 +180,7 @@ class LocalSessionControl:
             steering=True,
             follow_up=True,
             manual_compaction=writes,
-            model_selection=tuple(self.engine.config.models.specs()) if writes else None,
+            model_selection=self._allowed_models() if writes else None,
             thinking_level=writes,
             navigate=writes,
             tool_progress=True,
@@ -189,6 +189,18 @@ class LocalSessionControl:
             fork=writes,
             delete=writes,
         )
+
+    def _allowed_models(self) -> tuple[str, ...]:
+        """The catalog and ``models.json`` specs, and the agent's own model when it is neither
+        (a ``scripted/...`` or a ``provider/model`` outside the catalog): so a session moved to
+        another model can always be moved back."""
+        models = self.engine.config.models
+        specs = list(models.specs())
+        try:
+            default = models.default().spec
+        except FastagentError:
+            return tuple(specs)
+        return tuple(specs) if default in specs else (default, *specs)
 
     async def commands(self) -> Sequence[AgentCommand]:
         return [] if self._commands is None else list(await self._commands())

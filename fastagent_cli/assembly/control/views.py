@@ -20,8 +20,25 @@ def _text(message: Mapping[str, Any]) -> str:
     return "".join(str(b.get("text", "")) for b in content or [] if b.get("type") == "text")
 
 
+def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
+    """``{text, thinking?, toolCalls?: [{id, name, args}]}``: what a transcript shows of an answer."""
+    blocks = [b for b in message.get("content") or [] if isinstance(b, Mapping)]
+    data: dict[str, Any] = {"text": _text(message)}
+    thinking = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
+    if thinking:
+        data["thinking"] = thinking
+    calls = [
+        {"id": str(b.get("id", "")), "name": str(b.get("name", "")), "args": b.get("arguments") or {}}
+        for b in blocks
+        if b.get("type") == "toolCall"
+    ]
+    if calls:
+        data["toolCalls"] = calls
+    return data
+
+
 def entry_view(entry: Mapping[str, Any]) -> EntryView:
-    """A record entry normalised: ``user{text}``, ``assistant{text, toolCalls?}``,
+    """A record entry normalised: ``user{text}``, ``assistant{text, thinking?, toolCalls?}``,
     ``tool{toolCallId, toolName, isError, text}``, ``message:<role>``, other types with empty
     data."""
     message = entry.get("message") if entry.get("type") == "message" else None
@@ -35,14 +52,7 @@ def entry_view(entry: Mapping[str, Any]) -> EntryView:
         if role == "user":
             kind, data = "user", {"text": _text(message)}
         elif role == "assistant":
-            kind, data = "assistant", {"text": _text(message)}
-            calls = [
-                {"id": str(b.get("id", "")), "name": str(b.get("name", ""))}
-                for b in message.get("content") or []
-                if b.get("type") == "toolCall"
-            ]
-            if calls:
-                data["toolCalls"] = calls
+            kind, data = "assistant", _assistant(message)
         elif role == "toolResult":
             kind = "tool"
             data = {

@@ -12,15 +12,18 @@ from fastagent_cli.control import SessionControl
 from fastagent_cli.serving.control.access import (
     CONTROL_FILE,
     CONTROL_TOKEN_ENV,
+    DEV_CONTROL_TOKEN_ENV,
     LAN_WARNING,
     TUNNEL_WARNING,
     ControlAccess,
     control_access,
     control_exposure_warning,
+    mint_control_token,
     read_control_file,
     remove_control_file,
     write_control_file,
 )
+from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.plane import CONTROL_PREFIX, CORS_HEADERS, mount_plane
 from fastagent_cli.serving.control.routes import BODY_TOO_LARGE, control_routes
 from fastagent_cli.serving.router import Handler
@@ -31,19 +34,25 @@ __all__ = [
     "CONTROL_PREFIX",
     "CONTROL_TOKEN_ENV",
     "CORS_HEADERS",
+    "DEV_CONTROL_TOKEN_ENV",
     "LAN_WARNING",
     "TUNNEL_WARNING",
     "ControlAccess",
+    "DetachedRuns",
     "control_access",
     "control_exposure_warning",
     "create_control_plane",
+    "mint_control_token",
     "read_control_file",
     "remove_control_file",
     "write_control_file",
 ]
 
 
-def create_control_plane(control: SessionControl, token: str, agent: Agent | None = None) -> Handler:
+def create_control_plane(
+    control: SessionControl, token: str, agent: Agent | None = None, detached: DetachedRuns | None = None
+) -> Handler:
     """The ``/control`` handler over ``control`` (``POST /control/invoke`` too when ``agent`` is
-    given). Refuses to exist without a token."""
-    return mount_plane(control_routes(control, agent), token)
+    given; pass ``detached`` to cancel its detached runs at shutdown). Refuses to exist without a
+    token."""
+    return mount_plane(control_routes(control, agent, detached), token)

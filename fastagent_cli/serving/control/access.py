@@ -25,17 +25,22 @@ from fastagent_cli.state.atomic import read_json, write_private_json
 __all__ = [
     "CONTROL_FILE",
     "CONTROL_TOKEN_ENV",
+    "DEV_CONTROL_TOKEN_ENV",
     "LAN_WARNING",
     "TUNNEL_WARNING",
     "ControlAccess",
     "control_access",
     "control_exposure_warning",
+    "mint_control_token",
     "read_control_file",
     "remove_control_file",
     "write_control_file",
 ]
 
 CONTROL_TOKEN_ENV = "FASTAGENT_CONTROL_TOKEN"
+DEV_CONTROL_TOKEN_ENV = "FASTAGENT_DEV_CONTROL_TOKEN"
+"""How ``dev``'s supervisor hands its workers the token it minted (a worker removes it from its
+environment at once, so tools never see it)."""
 CONTROL_FILE = "control.json"
 LAN_WARNING = (
     "session_control = true: /control/* is reachable on your LAN (bound to {host}), guarded only by "
@@ -57,12 +62,18 @@ class ControlAccess:
     """Minted for this boot (``False``: it came from ``FASTAGENT_CONTROL_TOKEN``)."""
 
 
-def control_access(env: Mapping[str, str] | None = None) -> ControlAccess:
+def mint_control_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def control_access(env: Mapping[str, str] | None = None, *, boot_token: str | None = None) -> ControlAccess:
+    """``FASTAGENT_CONTROL_TOKEN`` when set; else ``boot_token`` (``dev``'s supervisor keeps one
+    token across worker restarts, so an open web chat page survives them); else a fresh one."""
     environ = os.environ if env is None else env
     given = environ.get(CONTROL_TOKEN_ENV, "").strip()
     if given:
         return ControlAccess(given, minted=False)
-    return ControlAccess(secrets.token_urlsafe(32))
+    return ControlAccess(boot_token or mint_control_token())
 
 
 def write_control_file(state_root: Path, url: str, token: str) -> Path:

@@ -11,7 +11,8 @@
 ``GET    /control/sessions/{id}/entries``    ``?since=<entry id>``
 ``GET    /control/sessions/{id}/events``     SSE: ``data: {sessionId, epoch, seq, event}``
 ``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
-``POST   /control/invoke``                   the data plane: ``{session, text}``, SSE like /invoke
+``POST   /control/invoke``                   the data plane: ``{session, text}``, SSE like /invoke;
+                                             ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
 
 Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
@@ -46,6 +47,7 @@ from fastagent_cli.control import (
 )
 from fastagent_cli.control.wire import MALFORMED
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
 from fastagent_cli.serving.invoke_http import parse_invoke_body
 from fastagent_cli.serving.sse import SSE_HEADERS, stream_events
@@ -54,6 +56,7 @@ __all__ = ["BODY_TOO_LARGE", "control_routes"]
 
 BODY_TOO_LARGE = f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images count base64-inflated)\n"
 FORK_USAGE = "expected { from: string, at: string }\n"
+DETACH_TYPE = '"detach" must be a boolean\n'
 IMAGES_REFUSED = (
     "images are not supported by /control/invoke (text only); send them with a steer or follow_up action\n"
 )
@@ -93,8 +96,11 @@ def _identity(line: str) -> str:
     return line
 
 
-def control_routes(control: SessionControl, agent: Agent | None = None) -> list[PlaneRoute]:
-    """The plane's routes over ``control`` (``POST /control/invoke`` too when ``agent`` is given)."""
+def control_routes(
+    control: SessionControl, agent: Agent | None = None, detached: DetachedRuns | None = None
+) -> list[PlaneRoute]:
+    """The plane's routes over ``control`` (``POST /control/invoke`` too when ``agent`` is given;
+    its detached runs are kept in ``detached``, a new registry when none is given)."""
     epoch = str(uuid.uuid4())
     sessions = control.sessions
 
@@ -170,11 +176,12 @@ def control_routes(control: SessionControl, agent: Agent | None = None) -> list[
         PlaneRoute("POST", ("sessions", SESSION, "actions"), actions),
     ]
     if agent is not None:
-        routes.append(PlaneRoute("POST", ("invoke",), _invoke_route(agent)))
+        runs = detached if detached is not None else DetachedRuns()
+        routes.append(PlaneRoute("POST", ("invoke",), _invoke_route(agent, control, runs)))
     return routes
 
 
-def _invoke_route(agent: Agent) -> PlaneHandler:
+def _invoke_route(agent: Agent, control: SessionControl, detached: DetachedRuns) -> PlaneHandler:
     async def invoke(request: web.BaseRequest, _: str) -> web.StreamResponse:
         raw = await read_body_capped(request, MAX_BODY_BYTES)
         if raw is None:
@@ -184,14 +191,16 @@ def _invoke_route(agent: Agent) -> PlaneHandler:
         parsed = parse_invoke_body(raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)
-        if _has_images(raw):
+        body = json.loads(raw)  # parse_invoke_body read it: a JSON object
+        if body.get("images"):
             return text_response(IMAGES_REFUSED, 400)
+        detach = body.get("detach", False)
+        if not isinstance(detach, bool):
+            return text_response(DETACH_TYPE, 400)
         scope, prompt = parsed
+        if detach:
+            result = await detached.start(agent, control.sessions.get(scope.session), scope, prompt)
+            return json_response(result.to_json())
         return await stream_events(request, agent.invoke(scope, prompt), headers=CORS_HEADERS)
 
     return invoke
-
-
-def _has_images(raw: bytes) -> bool:
-    body = json.loads(raw)
-    return bool(isinstance(body, dict) and body.get("images"))
