@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastagent_cli.assembly.control import session_control
+from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.reading import AgentSurface, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
@@ -53,7 +53,8 @@ class OpenedAgent:
     ) -> None:
         self._engine = engine
         self._resolver = resolver
-        self._control: SessionControl | None = None
+        self._control: LocalSessionControl | None = None
+        self._control_writes = surface.config.session_control
         self.surface = surface
         self.sessions = sessions
         assert surface.model_spec is not None and surface.model_source is not None  # open checked it
@@ -76,10 +77,21 @@ class OpenedAgent:
                 found = await asyncio.to_thread(load_skills, skills_dir)
                 return [AgentCommand(s.name, s.description or None) for s in found.skills]
 
-            self._control = session_control(
-                self._engine, commands=commands, writes=self.config.session_control
-            )
+            self._control = session_control(self._engine, commands=commands, writes=self._control_writes)
         return self._control
+
+    def enable_session_control(self) -> None:
+        """Let the hub write sessions (rename, fork, delete, model and thinking changes, compact),
+        as ``session_control = true`` does: a host that serves the control plane for a client
+        that needs it (the web chat page) turns it on."""
+        self._control_writes = True
+        if self._control is not None:
+            self._control.writes = True
+
+    @property
+    def session_control(self) -> bool:
+        """Whether the hub writes (``session_control = true``, or a host turned it on)."""
+        return self._control_writes
 
     # --- what it was read from ------------------------------------------------------------------
 

@@ -164,12 +164,20 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
 
 def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
     from fastagent_cli.serving.binding import check_tunnel_bind
+    from fastagent_cli.serving.control import CONTROL_TOKEN_ENV, DEV_CONTROL_TOKEN_ENV, mint_control_token
     from fastagent_cli.serving.supervisor import DevSupervisor
 
     surface = _read(options, options.no_input)
     config = surface.config
     check_tunnel_bind(options, config.http.host)
-    if options.tunnel and config.session_control:
+    # One control token for every worker: an open web chat page (or attach) survives a reload.
+    # FASTAGENT_CONTROL_TOKEN (environment or .env) still wins in the worker.
+    if not environment.get(CONTROL_TOKEN_ENV):
+        environment[DEV_CONTROL_TOKEN_ENV] = mint_control_token()
+    web_chat = config.http.web_chat is True or (
+        config.http.web_chat is None and not config.session_control_refused
+    )
+    if options.tunnel and (config.session_control or web_chat):
         from fastagent_cli.serving.runner import SESSION_CONTROL_TUNNEL_WARNING
 
         logging.getLogger("fastagent.dev").warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)

@@ -14,6 +14,7 @@ a TOML syntax error names the file, line and column::
     port = 8787
     host = "127.0.0.1"                 # the default; "0.0.0.0" serves other machines
     token = "..."                      # bearer token for /invoke (FASTAGENT_TOKEN wins)
+    web_chat = true                    # the chat page on GET / (default: on under dev, off under start)
 
     [engine]
     max_tool_rounds = 50
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fastagent_cli.errors import ConfigError
 from fastagent_cli.tools.mcp_config import McpServerConfig
@@ -51,6 +52,7 @@ from fastagent_cli.tools.mcp_config import McpServerConfig
 __all__ = [
     "CODING_TOOL_NAMES",
     "CONFIG_NAME",
+    "WEB_CHAT_WITHOUT_PLANE",
     "FastagentConfig",
     "McpServerConfig",
     "load_config",
@@ -59,6 +61,10 @@ __all__ = [
 
 CONFIG_NAME = "fastagent.toml"
 CODING_TOOL_NAMES = ("read", "bash", "edit", "write")
+WEB_CHAT_WITHOUT_PLANE = (
+    "[http] web_chat = true needs the session control plane, but session_control = false: "
+    "the page is a client of /control (remove one of the two)"
+)
 
 
 class _Strict(BaseModel):
@@ -71,6 +77,8 @@ class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
     token: str | None = None
+    web_chat: bool | None = None
+    """The web chat page on ``GET /`` (``None``: on under ``dev``, off under ``start``)."""
 
     @field_validator("token")
     @classmethod
@@ -181,6 +189,17 @@ class FastagentConfig(_Strict):
                 )
         return value
 
+    @model_validator(mode="after")
+    def _web_chat_needs_the_plane(self) -> FastagentConfig:
+        if self.http.web_chat is True and self.session_control_refused:
+            raise ValueError(WEB_CHAT_WITHOUT_PLANE)
+        return self
+
+    @property
+    def session_control_refused(self) -> bool:
+        """``session_control = false`` written out (not merely the default)."""
+        return not self.session_control and "session_control" in self.model_fields_set
+
     @property
     def coding_tool_names(self) -> tuple[str, ...]:
         if self.coding_tools is True:
@@ -232,7 +251,8 @@ def _describe(error: pydantic.ValidationError, path: Path) -> str:
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] not in ("value_error", "assertion_error") and "input" in first:
         message = f"{message}, not {_toml_repr(first['input'])}"
-    return f"{path}: {_field_key(loc)}: {message}"
+    where = _field_key(loc)
+    return f"{path}: {where}: {message}" if where else f"{path}: {message}"
 
 
 def _field_key(loc: tuple[int | str, ...]) -> str:

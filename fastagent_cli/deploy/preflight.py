@@ -50,9 +50,10 @@ def preflight(facts: DeployFacts, *, run: bool, force: bool, say: Callable[[str]
     _bind(facts, check)
     for rel in (".dockerignore", f"{facts.agent_prefix}Dockerfile.dockerignore"):
         _dockerignore(facts, check, rel, force)
-    if facts.config.session_control:
+    if facts.config.session_control or facts.config.http.web_chat:
+        what = "session_control = true" if facts.config.session_control else "[http] web_chat = true"
         check.warn(
-            "session_control = true: the deployed box serves /control/* at its public URL, protected only "
+            f"{what}: the deployed box serves /control/* at its public URL, protected only "
             "by a bearer token minted inside the container (<state>/control.json on the box); read it "
             "there and pass it with attach --url <public-url> --token ..., or front the endpoint with "
             "real auth"

@@ -31,7 +31,12 @@ from fastagent_cli.serving.binding import (
     resolve_bind,
     resolve_port,
 )
-from fastagent_cli.serving.control import TUNNEL_WARNING, remove_control_file, write_control_file
+from fastagent_cli.serving.control import (
+    DEV_CONTROL_TOKEN_ENV,
+    TUNNEL_WARNING,
+    remove_control_file,
+    write_control_file,
+)
 from fastagent_cli.serving.host import Server, serve
 from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
@@ -145,8 +150,15 @@ async def serve_foreground(
             reason = f": {one_line(f'{type(error).__name__}: {error}', 300)}" if error else ""
             stop.fail(f"long connection {name} closed unexpectedly{reason}")
 
+        boot_token = os.environ.pop(DEV_CONTROL_TOKEN_ENV, None)  # dev's, kept from tools' sight
         opened = open_agent(surface, wake_tools=scheduler is not None)
-        service = await open_agent_service(opened, on_channel_closed=channel_closed, scheduler=scheduler)
+        service = await open_agent_service(
+            opened,
+            on_channel_closed=channel_closed,
+            scheduler=scheduler,
+            web_chat_default=options.command == "dev",
+            boot_token=boot_token if options.command == "dev" else None,
+        )
         return await _serve(service, options, stop, link)
     finally:
         stop.uninstall()
@@ -172,10 +184,10 @@ async def _serve(
     opening: asyncio.Task[Any] | None = None
     control_file: Path | None = None
     try:
-        _print_startup(service, host, bound, options.tunnel and link is None)
+        _print_startup(service, host, bound, options.tunnel and link is None, options.command == "dev")
         control_file = _publish_control(service, host, bound)
         service.start_schedules()
-        if options.tunnel and link is None and service.opened.config.session_control:
+        if options.tunnel and link is None and service.control is not None:
             log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
         service.ready.add_done_callback(lambda ready: _on_ready(ready, stop))
         if link is not None:
@@ -208,8 +220,8 @@ async def _announce_from(link: WorkerLink, service: AgentService) -> None:
         await announce_webhooks(await link.public_urls.get(), service.loaded)
 
 
-def _print_startup(service: AgentService, host: str | None, port: int, tunnel: bool) -> None:
-    report = startup_report(service, host, port, tunnel=tunnel)
+def _print_startup(service: AgentService, host: str | None, port: int, tunnel: bool, dev: bool) -> None:
+    report = startup_report(service, host, port, tunnel=tunnel, reveal_token=dev)
     for line in report.lines:
         log.info("[fastagent] %s", line)
     for warning in report.warnings:

@@ -21,8 +21,12 @@ way to mount a whole agent inside an app. Composition (core design section 7):
   ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until every
   long connection is ready;
 * with ``session_control = true`` the session control plane owns ``/control`` (bearer token:
-  ``FASTAGENT_CONTROL_TOKEN``, else minted for this boot; :attr:`AgentService.control`), and
-  ``POST /control/invoke`` drives the agent;
+  ``FASTAGENT_CONTROL_TOKEN``, else ``boot_token``, else minted for this boot;
+  :attr:`AgentService.control`), and ``POST /control/invoke`` drives the agent (its detached runs
+  are cancelled by :meth:`AgentService.close`);
+* the web chat page (``GET /`` and ``/webchat/*``) when ``[http] web_chat`` says so, or unset
+  with ``web_chat_default`` (``dev``); it turns the control plane on
+  (:mod:`~fastagent_cli.serving.webchat` has the rules);
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
 * with ``scheduler`` (``dev`` / ``start`` pass
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
@@ -48,12 +52,25 @@ from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Agent
 from fastagent_cli.errors import FastagentError, ServeError, one_line
 from fastagent_cli.serving.channels import ChannelContext, LoadedChannels, load_channels
-from fastagent_cli.serving.control import CONTROL_PREFIX, ControlAccess, control_access, create_control_plane
+from fastagent_cli.serving.control import (
+    CONTROL_PREFIX,
+    ControlAccess,
+    DetachedRuns,
+    control_access,
+    create_control_plane,
+)
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
+from fastagent_cli.serving.webchat import (
+    WEB_CHAT_KEY,
+    WEB_CHAT_PREFIX,
+    WebChat,
+    plan_web_chat,
+    web_chat_handlers,
+)
 
 __all__ = [
     "INVOKE_KEY",
@@ -117,7 +134,11 @@ class AgentService:
     token: InvokeToken | None = None
     """The bearer token ``/invoke`` requires, if any."""
     control: ControlAccess | None = None
-    """The control plane's bearer token and prefix, when ``session_control = true``."""
+    """The control plane's bearer token and prefix, when it is served (``session_control = true``
+    or the web chat page)."""
+    web_chat: WebChat = field(default_factory=lambda: WebChat(False))
+    """Whether the web chat page is served on ``GET /`` (and why not, when it would have been)."""
+    detached: DetachedRuns | None = None
 
     @property
     def agent_dir(self) -> Path:
@@ -136,6 +157,8 @@ class AgentService:
         """Stop long connections (within ``within`` seconds) and close the agent's model clients. Raises
         ServeError if a connection fails to stop in time (the agent is closed anyway)."""
         try:
+            if self.detached is not None:
+                await self.detached.aclose(min(within, 0.5))
             if self.schedules is not None:
                 await asyncio.gather(self.schedules.stop(within), self._connections.stop(within))
             else:
@@ -198,12 +221,14 @@ async def create_agent_service(
     on_channel_closed: CloseCallback | None = None,
     scheduler: SchedulerFactory | None = None,
     control_token: str | None = None,
+    web_chat_default: bool = False,
 ) -> AgentService:
     """Open the agent in ``directory``, load its channels, compose the routes, mount the control
-    plane (``session_control = true``; ``control_token`` overrides the token), prepare the
-    scheduler (when ``scheduler`` is given) and start the long connections. Raises the opener's
-    errors (ConfigError, ModelError...), ScheduleError for unreadable schedule state and
-    ServeError for a fatal channel setup."""
+    plane (``session_control = true``; ``control_token`` overrides the token) and the web chat
+    page (``[http] web_chat``, else ``web_chat_default``), prepare the scheduler (when
+    ``scheduler`` is given) and start the long connections. Raises the opener's errors
+    (ConfigError, ModelError...), ScheduleError for unreadable schedule state and ServeError for a
+    fatal channel setup."""
     opened = open_agent_dir(
         directory,
         model=model,
@@ -212,7 +237,11 @@ async def create_agent_service(
         wake_tools=scheduler is not None,
     )
     return await open_agent_service(
-        opened, on_channel_closed=on_channel_closed, scheduler=scheduler, control_token=control_token
+        opened,
+        on_channel_closed=on_channel_closed,
+        scheduler=scheduler,
+        control_token=control_token,
+        web_chat_default=web_chat_default,
     )
 
 
@@ -222,9 +251,12 @@ async def open_agent_service(
     on_channel_closed: CloseCallback | None = None,
     scheduler: SchedulerFactory | None = None,
     control_token: str | None = None,
+    web_chat_default: bool = False,
+    boot_token: str | None = None,
 ) -> AgentService:
     """:func:`create_agent_service` for an agent already opened (the service closes it; open it
-    with ``wake_tools=True`` when a scheduler is given)."""
+    with ``wake_tools=True`` when a scheduler is given). ``boot_token``: the plane's token when
+    ``FASTAGENT_CONTROL_TOKEN`` is not set (``dev`` keeps one across worker restarts)."""
     agent = opened.agent
     loaded = LoadedChannels()
     try:
@@ -235,11 +267,20 @@ async def open_agent_service(
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         routes = compose_routes(loaded, agent, connections.is_ready, token)
+        chat = plan_web_chat(opened, loaded.routes, web_chat_default)
         access: ControlAccess | None = None
-        mounts = {}
-        if opened.config.session_control:
-            access = ControlAccess(control_token, minted=False) if control_token else control_access()
-            mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent)
+        detached: DetachedRuns | None = None
+        mounts: dict[str, Handler] = {}
+        if chat.served:
+            opened.enable_session_control()  # the page renames, forks, deletes and sets the model
+            routes[WEB_CHAT_KEY], mounts[WEB_CHAT_PREFIX] = web_chat_handlers()
+        if opened.session_control:
+            if control_token:
+                access = ControlAccess(control_token, minted=False)
+            else:
+                access = control_access(boot_token=boot_token)
+            detached = DetachedRuns()
+            mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
         handler = build_router(routes, mounts)
         await start_route_channels(loaded)
         await connections.start()
@@ -265,4 +306,6 @@ async def open_agent_service(
         schedules,
         token,
         access,
+        chat,
+        detached,
     )

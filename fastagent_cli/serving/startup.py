@@ -10,6 +10,7 @@
     [fastagent] routes:    /invoke, GET /health
     [fastagent] http host on 127.0.0.1:8787
     [fastagent] try it: curl -sN http://127.0.0.1:8787/invoke -H 'content-type: application/json' ...
+    [fastagent] web chat: http://127.0.0.1:8787/#token=...      (dev; start names where the token is)
 
 Findings (a tool file skipped, a skill collision...) come back as separate warnings, and so does
 the loud one for an ``/invoke`` others can reach without a token while the agent has bash, write or
@@ -23,11 +24,12 @@ from dataclasses import dataclass, field
 
 from fastagent_cli.assembly import format_row
 from fastagent_cli.serving.binding import describe_listen, local_base_url
-from fastagent_cli.serving.control import control_exposure_warning
+from fastagent_cli.serving.control import CONTROL_FILE, CONTROL_TOKEN_ENV, control_exposure_warning
 from fastagent_cli.serving.invoke_auth import TOKEN_ENV, InvokeToken, exposure_warning
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
+from fastagent_cli.serving.webchat import WEB_CHAT_KEY, WEB_CHAT_PREFIX, web_chat_url
 
-__all__ = ["StartupReport", "auth_line", "curl_line", "startup_report"]
+__all__ = ["StartupReport", "auth_line", "curl_line", "startup_report", "web_chat_line"]
 
 _TRY_BODY = '{"session":"s1","text":"hello"}'
 
@@ -72,11 +74,24 @@ def curl_line(host: str | None, port: int, token: InvokeToken | None = None) -> 
     return f"try it: curl -sN {url}{auth} -H 'content-type: application/json' -d {shlex.quote(_TRY_BODY)}"
 
 
+def web_chat_line(service: AgentService, host: str | None, port: int, *, reveal_token: bool) -> str:
+    """Where the page is. ``reveal_token`` (``dev``, with a token minted for it): an address that
+    signs the page in; otherwise where to find the token (never the token itself)."""
+    base = local_base_url(host, port)
+    access = service.control
+    assert access is not None  # the page is served only with the plane
+    if reveal_token and access.minted:
+        return f"web chat: {web_chat_url(base, access.token)}"
+    where = f"${CONTROL_TOKEN_ENV}" if not access.minted else f"the token in {CONTROL_FILE}"
+    return f"web chat: {web_chat_url(base)} (sign in with {where})"
+
+
 def startup_report(
-    service: AgentService, host: str | None, port: int, *, tunnel: bool = False
+    service: AgentService, host: str | None, port: int, *, tunnel: bool = False, reveal_token: bool = False
 ) -> StartupReport:
     """Everything worth saying about a service listening on ``host:port`` (``tunnel``: it is also
-    reachable through a public tunnel)."""
+    reachable through a public tunnel; ``reveal_token``: ``dev`` prints the web chat's address
+    with the control token in it)."""
     report = StartupReport()
     for row in service.opened.summary():
         report.lines.append(format_row(row))
@@ -84,7 +99,9 @@ def startup_report(
             report.lines.append(auth_line(service))
     report.warnings += service.opened.diagnostics()
     report.lines.append(_channels_line(service))
-    routes = list(service.routes)
+    routes = [key for key in service.routes if key != WEB_CHAT_KEY or not service.web_chat.served]
+    if service.web_chat.served:
+        routes.append(f"{WEB_CHAT_KEY} and {WEB_CHAT_PREFIX}/* (web chat)")
     if service.control is not None:
         routes.append(f"{service.control.prefix}/* (session control)")
     report.lines.append(_row("routes", ", ".join(routes)))
@@ -108,4 +125,8 @@ def startup_report(
             if exposed is not None:
                 report.warnings.append(exposed)
         report.serving.append(curl_line(host, port, service.token))
+    if service.web_chat.note is not None:
+        report.lines.append(service.web_chat.note)
+    if service.web_chat.served:
+        report.serving.append(web_chat_line(service, host, port, reveal_token=reveal_token))
     return report

@@ -38,7 +38,7 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         ),
         (
             "[http]\nprot = 1\n",
-            "unknown key 'http.prot'; did you mean 'port'? (valid keys: port, host, token)",
+            "unknown key 'http.prot'; did you mean 'port'? (valid keys: port, host, token, web_chat)",
         ),
         (
             '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',
