@@ -1,0 +1,152 @@
+// The message box: Enter sends (or, while a run streams, steers it), Alt+Enter queues a
+// follow-up, Shift+Enter starts a new line; "/" at the start offers the agent's skills.
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// "/name request" for a known skill becomes the prompt chat sends for it.
+export function expandCommand(text, commands) {
+  const match = /^\/(\S+)(?:\s+([\s\S]*))?$/.exec(text.trim());
+  if (!match) return text;
+  const command = commands.find((c) => c.name === match[1]);
+  if (!command) return text;
+  const request = (match[2] || "").trim();
+  const ask = `Use the "${command.name}" skill.`;
+  return request ? `${ask}\n\n${request}` : ask;
+}
+
+export class Composer {
+  // handlers: {send(text), steer(text), followUp(text)}
+  constructor({ form, input, menu, handlers }) {
+    this.form = form;
+    this.input = input;
+    this.menu = menu;
+    this.handlers = handlers;
+    this.commands = [];
+    this.matches = [];
+    this.selected = 0;
+    this.running = false;
+    input.addEventListener("input", () => {
+      this.grow();
+      this.complete();
+    });
+    input.addEventListener("keydown", (event) => this.key(event));
+    input.addEventListener("blur", () => setTimeout(() => this.closeMenu(), 150));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit(this.running ? "steer" : "send");
+    });
+  }
+
+  setCommands(commands) {
+    this.commands = commands || [];
+  }
+
+  setRunning(running) {
+    this.running = running;
+    this.input.placeholder = running
+      ? "Steer the run (Enter) or queue a follow-up (Alt+Enter)…"
+      : "Message the agent — / for skills, Shift+Enter for a new line";
+  }
+
+  grow() {
+    this.input.style.height = "auto";
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+  }
+
+  key(event) {
+    if (this.matches.length) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        this.selected = (this.selected + step + this.matches.length) % this.matches.length;
+        this.showMenu();
+        return;
+      }
+      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && !event.altKey)) {
+        event.preventDefault();
+        this.accept(this.matches[this.selected]);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        this.closeMenu();
+        return;
+      }
+    }
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      this.submit(event.altKey ? "followUp" : this.running ? "steer" : "send");
+    }
+  }
+
+  submit(kind) {
+    const raw = this.input.value;
+    const text = expandCommand(raw, this.commands);
+    if (!text.trim()) return;
+    const how = kind === "followUp" && !this.running ? "send" : kind;
+    this.closeMenu();
+    this.input.value = "";
+    this.grow();
+    Promise.resolve(this.handlers[how](text)).then((sent) => {
+      if (sent === false && !this.input.value) {
+        this.input.value = raw; // refused: give the text back
+        this.grow();
+      }
+    });
+  }
+
+  complete() {
+    const match = /^\/(\S*)$/.exec(this.input.value);
+    if (!match || !this.commands.length) {
+      this.closeMenu();
+      return;
+    }
+    const typed = match[1].toLowerCase();
+    this.matches = this.commands.filter((c) => c.name.toLowerCase().startsWith(typed));
+    if (!this.matches.length) this.matches = this.commands.filter((c) => c.name.toLowerCase().includes(typed));
+    this.selected = 0;
+    this.showMenu();
+  }
+
+  showMenu() {
+    if (!this.matches.length) {
+      this.closeMenu();
+      return;
+    }
+    this.menu.replaceChildren(
+      ...this.matches.map((command, index) => {
+        const item = el("div", "command");
+        item.setAttribute("role", "option");
+        item.dataset.command = command.name;
+        if (index === this.selected) {
+          item.classList.add("selected");
+          item.setAttribute("aria-selected", "true");
+        }
+        item.append(el("span", "command-name", `/${command.name}`), el("span", "command-description", command.description || ""));
+        item.addEventListener("mousedown", (event) => {
+          event.preventDefault();
+          this.accept(command);
+        });
+        return item;
+      }),
+    );
+    this.menu.hidden = false;
+  }
+
+  closeMenu() {
+    this.matches = [];
+    this.menu.hidden = true;
+  }
+
+  accept(command) {
+    this.input.value = `/${command.name} `;
+    this.closeMenu();
+    this.input.focus();
+    this.input.setSelectionRange(this.input.value.length, this.input.value.length);
+  }
+}

@@ -1,0 +1,21 @@
+// Line icons as inline SVG (no icon font: the page must look the same on a machine without one).
+
+const PATHS = {
+  rename: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
+  fork: "M7 4v10M7 14a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM7 4a2 2 0 1 0 0 .01M17 4a2 2 0 1 0 0 .01M17 6v2a4 4 0 0 1-4 4H9a2 2 0 0 0-2 2",
+  delete: "M5 7h14M10 7V4h4v3M7 7l1 13h8l1-13M10 11v6M14 11v6",
+  menu: "M4 7h16M4 12h16M4 17h16",
+};
+
+export function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  svg.classList.add("svg-icon");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", PATHS[name]);
+  svg.append(path);
+  return svg;
+}
