@@ -6,7 +6,8 @@ Everything runs from the binary, offline: ``--version``; ``init`` (full and ``--
 ``invoke`` on the scripted demo, whose script makes a real ``bash`` tool call; ``info --json``;
 ``tool`` on a user tool that imports standard-library and bundled third-party modules; a tool of
 an MCP stdio server; ``start`` answering ``GET /health`` and one ``POST /invoke``; ``add github`` and
-``add telegram`` with ``start`` answering both webhook routes; and ``chat``
+``add telegram`` with ``start`` answering both webhook routes; ``dev --no-watch`` serving the web
+chat's files and its control plane; and ``chat``
 in a pseudo-terminal. Prints one line per check; exits 1 naming the first failure.
 """
 
@@ -249,6 +250,11 @@ def _status(url: str, body: bytes, headers: dict[str, str]) -> int:
 
 def _listen_port(proc: subprocess.Popen[str]) -> int:
     """The port from the ``http host on`` line; stderr is drained by a thread from then on."""
+    return int(_wait_line(proc, r"http host on 127\.0\.0\.1:(\d+)").group(1))
+
+
+def _wait_line(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
+    """The first stderr line matching ``pattern``; stderr is drained by a thread from then on."""
     assert proc.stderr is not None
     lines: queue.Queue[str] = queue.Queue()
     stream = proc.stderr
@@ -259,13 +265,77 @@ def _listen_port(proc: subprocess.Popen[str]) -> int:
         try:
             line = lines.get(timeout=0.5)
         except queue.Empty:
-            check(proc.poll() is None, "start exited before listening", seen)
+            check(proc.poll() is None, "the server exited before listening", seen)
             continue
         seen += line
-        found = re.search(r"http host on 127\.0\.0\.1:(\d+)", line)
+        found = re.search(pattern, line)
         if found:
-            return int(found.group(1))
-    raise SmokeFailure(f"start did not listen within 30 s: {seen}")
+            return found
+    raise SmokeFailure(f"no /{pattern}/ within 30 s: {seen}")
+
+
+def smoke_web_chat(binary: str, tmp: Path) -> None:
+    """``dev --no-watch`` serves the page, every file it names, and the plane it talks to."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    proc = subprocess.Popen(
+        [
+            binary,
+            "dev",
+            "mini",
+            "--no-watch",
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--model",
+            "scripted/echo",
+        ],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        found = _wait_line(proc, r"web chat: (http://127\.0\.0\.1:\d+)/#token=(\S+)")
+        base, token = found.group(1), found.group(2)
+        with urllib.request.urlopen(f"{base}/", timeout=10) as response:
+            page = response.read().decode()
+        files = re.findall(r'(?:src|href)="(webchat/[^"]+)"', page)
+        check("webchat/js/app.js" in files, "GET / names the page's script", page[:300])
+        pending, seen = list(files), set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            with urllib.request.urlopen(f"{base}/{name}", timeout=10) as response:
+                body = response.read().decode()
+            folder = name.rsplit("/", 1)[0]
+            pending += [f"{folder}/{m}" for m in re.findall(r'from "\./([^"]+)"', body)]
+        check(len(seen) >= 8, "the page's files", str(sorted(seen)))
+        auth = {"Authorization": f"Bearer {token}", "content-type": "application/json"}
+        body = json.dumps({"session": "web", "text": "hello", "detach": True}).encode()
+        request = urllib.request.Request(f"{base}/control/invoke", data=body, headers=auth)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            check(json.loads(response.read()).get("ok") is True, "a detached POST /control/invoke")
+        said = ""
+        for _ in range(100):
+            request = urllib.request.Request(f"{base}/control/sessions/web/entries", headers=auth)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                entries = json.loads(response.read())["entries"]
+            said = " ".join(e["data"].get("text", "") for e in entries if e["kind"] == "assistant")
+            if said:
+                break
+            time.sleep(0.1)
+        check(said == "echo: hello", "the page's run through the plane", said)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    print(f"ok  web chat (dev --no-watch: GET /, {len(seen)} files, the plane with its token)")
 
 
 def smoke_chat(binary: str, tmp: Path) -> None:
@@ -335,6 +405,7 @@ def main() -> int:
             smoke_cli(binary, Path(tmp))
             smoke_start(binary, Path(tmp))
             smoke_channels(binary, Path(tmp))
+            smoke_web_chat(binary, Path(tmp))
             smoke_chat(binary, Path(tmp))
         except (SmokeFailure, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
             print(f"binary smoke test FAILED: {exc}", file=sys.stderr)

@@ -277,8 +277,9 @@ class SessionState:
 @dataclass(frozen=True, slots=True)
 class EntryView:
     """One durable record entry, normalised: ``kind`` is ``user`` ``{text}``, ``assistant``
-    ``{text, toolCalls?}``, ``tool`` ``{toolCallId, toolName, isError, text}``, ``message:<role>``
-    for other roles, and any other entry type by name with empty ``data`` (skippable)."""
+    ``{text, thinking?, toolCalls?: [{id, name, args}]}``, ``tool``
+    ``{toolCallId, toolName, isError, text}``, ``message:<role>`` for other roles, and any other
+    entry type by name with empty ``data`` (skippable)."""
 
     id: str
     timestamp: int

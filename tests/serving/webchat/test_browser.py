@@ -276,8 +276,10 @@ def test_typing_while_it_runs_steers_it_and_alt_enter_queues_a_follow_up(page: P
     screenshot(page.driver, "06-steering")
     page.wait_text("You said: then summarise", within=30)
     page.idle()
-    bubbles = [b.text for b in page.all(".msg.user .bubble")]
-    assert bubbles == ["work slowly", "use uv, not pip", "then summarise"]
+    expected = ["work slowly", "use uv, not pip", "then summarise"]
+    wait_until(
+        lambda: [b.text for b in page.all(".msg.user .bubble")] == expected, "each prompt where it went in"
+    )
     said = page.text()
     assert (
         said.index("pause") < said.index("You said: use uv, not pip") < said.index("You said: then summarise")
@@ -349,7 +351,9 @@ def test_conversations_switch_rename_fork_and_delete(page: Page) -> None:
     wait_until(lambda: first not in page.driver.current_url, "the fork opened")
     fork = page.driver.current_url.split("#s=")[1]
     page.wait_text("You said: alpha message")
-    wait_until(lambda: page.all(f'.session[data-session="{fork}"]'), "the fork listed")
+    wait_until(
+        lambda: "Alpha notes (fork)" in page.text(f'.session[data-session="{fork}"]'), "the fork listed"
+    )
     screenshot(page.driver, "08-conversations")
 
     page.find(f'.session[data-session="{fork}"] button.delete').click()

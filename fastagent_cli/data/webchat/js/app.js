@@ -60,7 +60,7 @@ function signIn(message) {
 }
 
 function unauthorized() {
-  signIn("The control token was refused. Open the address the server printed, or paste the current token.");
+  signIn("The control token was refused (a restarted server may have a new one).");
 }
 
 $("signin-form").addEventListener("submit", (event) => {
@@ -241,6 +241,10 @@ async function fork(id) {
     }
     const into = newSessionId();
     if (failed(await api.fork(into, id, at), "Not forked")) return;
+    const row = page.rows.find((r) => r.session === id);
+    if (row && (page.capabilities.updatable || []).includes("name")) {
+      await api.update(into, { name: `${titleOf(row)} (fork)` }); // tell the two apart in the list
+    }
     await refreshList();
     open(into);
     toast("Forked into a new conversation", "info");

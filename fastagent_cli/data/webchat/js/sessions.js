@@ -77,7 +77,7 @@ export class SessionList {
     }
     const title = el("div", "session-title", titleOf(row));
     title.title = row.session;
-    const meta = el("div", "session-meta", row.fresh ? "not started" : `${ago(row.updatedAt)} · ${row.messageCount} messages`);
+    const meta = el("div", "session-meta", row.fresh ? "not started" : `${ago(row.updatedAt)} · ${row.messageCount} ${row.messageCount === 1 ? "message" : "messages"}`);
     const text = el("div", "session-text");
     text.append(title, meta);
     item.append(text);
