@@ -10,6 +10,10 @@ in one place so they can be tuned together.
   them (no TCP/TLS handshake per turn).
 * ``connect_timeout_s`` bounds opening a connection; ``read_timeout_s`` bounds every wait for
   bytes of an answer (a model that goes silent that long is treated as gone).
+
+The limits apply per provider origin (scheme, host, port), and the pool behind them is
+:class:`~fastagent_cli.models.http_transport.PooledTransport`: O(1) per request whatever the number
+of requests in flight, waiting requests served in arrival order.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
+
+from fastagent_cli.models.http_transport import PooledTransport
 
 __all__ = ["DEFAULT_POOL", "PoolLimits", "new_http_client"]
 
@@ -31,10 +37,10 @@ class PoolLimits:
     read_timeout_s: float = 300.0
     write_timeout_s: float = 60.0
 
-    def limits(self) -> httpx.Limits:
-        return httpx.Limits(
+    def transport(self) -> PooledTransport:
+        return PooledTransport(
             max_connections=self.max_connections,
-            max_keepalive_connections=self.max_keepalive,
+            max_keepalive=self.max_keepalive,
             keepalive_expiry=self.keepalive_expiry_s,
         )
 
@@ -51,5 +57,5 @@ DEFAULT_POOL = PoolLimits()
 
 
 def new_http_client(pool: PoolLimits = DEFAULT_POOL) -> httpx.AsyncClient:
-    """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts."""
-    return httpx.AsyncClient(limits=pool.limits(), timeout=pool.timeout())
+    """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts, this pool."""
+    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout())

@@ -15,7 +15,7 @@ import pytest
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.models.anthropic_messages import AnthropicMessagesClient
 from fastagent_cli.models.http_client import HttpStreamClient
-from fastagent_cli.models.http_pool import PoolLimits
+from fastagent_cli.models.http_pool import PoolLimits, new_http_client
 from fastagent_cli.models.openai_chat import OpenAIChatClient
 from fastagent_cli.models.openai_responses import OpenAIResponsesClient
 from fastagent_cli.models.types import ModelRequest
@@ -55,15 +55,26 @@ async def drain(client: HttpStreamClient, request: ModelRequest) -> object:
     return final
 
 
+def httpcore_pool() -> httpx.AsyncClient:
+    return httpx.AsyncClient(limits=httpx.Limits(max_connections=2, max_keepalive_connections=2))
+
+
+def own_pool() -> httpx.AsyncClient:
+    return new_http_client(PoolLimits(max_connections=2, max_keepalive=2))
+
+
+@pytest.mark.parametrize("make_http", [own_pool, httpcore_pool], ids=["own-pool", "httpcore-pool"])
 @pytest.mark.parametrize(
     ("fake_type", "make_client", "reply"), WIRES, ids=["openai", "anthropic", "responses"]
 )
 async def test_readers_cancelled_at_any_moment_leave_the_pool_free(
-    fake_type: type[FakeProvider], make_client: ClientFactory, reply: list[object]
+    fake_type: type[FakeProvider],
+    make_client: ClientFactory,
+    reply: list[object],
+    make_http: Callable[[], httpx.AsyncClient],
 ) -> None:
     jitter = random.Random(3)
-    limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
-    async with fake_type(record=False) as fake, httpx.AsyncClient(limits=limits) as http:
+    async with fake_type(record=False) as fake, make_http() as http:
         fake.answer_always(reply, burst_after=2, pause=lambda: jitter.uniform(0, 0.001))  # type: ignore[arg-type]
         client = make_client(http)
         request = request_for(fake)

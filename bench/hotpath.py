@@ -1,0 +1,437 @@
+"""The hot path's figures (issue 10): ``fastagent start`` streaming from a fake OpenAI-compatible
+model over real HTTP (prints figures; not a test).
+
+    .venv/bin/python bench/hotpath.py [--rows stream,growth,latency,thousand]
+    .venv/bin/python bench/hotpath.py --compare main [--rounds 3]
+
+Three processes: the fake model (:mod:`fake_openai`, one token per TCP write every
+``--interval-ms``), the real ``fastagent start`` on it (``python -m fastagent_cli``, as users run
+it), and this load generator (aiohttp). Server CPU is read per thread from
+``/proc/<pid>/task/*/schedstat`` (nanoseconds, loop and worker threads together); the client and
+the fake share the machine, their CPU is not the server's.
+
+Rows (the issue's table):
+
+* ``stream``: sequential turns, each on a fresh session: server CPU per turn with a 300-token
+  answer, and CPU per streamed token = (CPU of a 300-token turn - CPU of a 1-token turn) / 299;
+  also the client's time to the first ``text`` event after the model sent it.
+* ``growth``: one session, ``--growth-turns`` turns (a 300-character question, a 20-token answer):
+  CPU per turn over the last 20 turns / over the first 20 (goal: within 1.2x).
+* ``latency``: 100 sessions at once, each doing turns back to back for ``--duration`` s (a new
+  session every 10 turns), ``--concurrent-tokens``-token answers: turns/s, p50, p99, p99/p50
+  (goal <= 2) and CPU per turn.
+* ``thousand``: 1 000 sessions start one turn each at once; done within 60 s, errors, wall time,
+  CPU per turn and its ratio to the ``latency`` row's (goal: all done, no error, within 1.5x).
+
+``--compare REF`` extracts ``REF`` (default ``main``) with ``git archive`` into a temporary
+directory and runs that build and this checkout alternately (interleaved, ``--rounds`` times, the
+order swapped every round) on the same fake model, then prints each figure's median per build and
+the ratio this/REF: on a shared, noisy machine the ratio of neighbouring runs is what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+
+Figures = dict[str, float]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class Build:
+    """A source tree to run ``python -m fastagent_cli`` from (``PYTHONPATH`` points at it)."""
+
+    label: str
+    path: Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cpu_ns(pid: int) -> int:
+    """The server's CPU so far (every live thread), in nanoseconds."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class FakeModel:
+    def __init__(self, interval_ms: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "fake_openai.py"), "--interval-ms", str(interval_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("port "):
+            raise SystemExit("the fake model did not start")
+        self.port = int(line.split()[1])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def make_agent(root: Path, model_port: int) -> Path:
+    agent = root / "agent"
+    agent.mkdir(parents=True)
+    (agent / "fastagent.toml").write_text('model = "fake/fast"\ncoding_tools = false\n')
+    provider = {
+        "baseUrl": f"http://127.0.0.1:{model_port}/v1",
+        "api": "openai-completions",
+        "apiKey": "bench-key",
+        "models": [{"id": "fast", "contextWindow": 1000000, "maxTokens": 4096}],
+    }
+    (agent / "models.json").write_text(json.dumps({"providers": {"fake": provider}}))
+    (agent / "persona.md").write_text("You are the hot-path bench agent. Answer briefly.\n")
+    return agent
+
+
+class Server:
+    def __init__(self, build: Build, agent: Path) -> None:
+        self.port = free_port()
+        env = dict(os.environ, FASTAGENT_LOG_LEVEL="warn", PYTHONPATH=str(build.path))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        command = [sys.executable, "-m", "fastagent_cli", "start", str(agent), "--port", str(self.port)]
+        self.process = subprocess.Popen(
+            [*command, "--bind", "127.0.0.1"],
+            env=env,
+            cwd=agent.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        self.url = f"http://127.0.0.1:{self.port}/invoke"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def ready(self) -> None:
+        deadline = time.monotonic() + 30
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise SystemExit(f"the server exited with {self.process.returncode}")
+                try:
+                    async with http.get(f"http://127.0.0.1:{self.port}/health") as response:
+                        if response.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.02)
+        raise SystemExit("the server did not become ready in 30 s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# --------------------------------------------------------------------------- one turn
+
+
+@dataclass
+class Turn:
+    ok: bool
+    seconds: float
+    first_text: float | None = None
+    error: str = ""
+
+
+async def turn(http: aiohttp.ClientSession, url: str, session: str, text: str) -> Turn:
+    started = time.perf_counter()
+    first: float | None = None
+    last = b""
+    try:
+        async with http.post(url, json={"session": session, "text": text}) as response:
+            if response.status != 200:
+                return Turn(False, time.perf_counter() - started, error=f"HTTP {response.status}")
+            async for line in response.content:
+                if line.startswith(b"data: "):
+                    if first is None and b'"type":"text"' in line.replace(b" ", b""):
+                        first = time.perf_counter() - started
+                    last = line
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        return Turn(False, time.perf_counter() - started, error=type(exc).__name__)
+    ok = b'"completed"' in last
+    error = "" if ok else (last.decode(errors="replace").strip()[:200] or "no terminal event")
+    return Turn(ok, time.perf_counter() - started, first, error)
+
+
+def client(limit: int = 0, total_s: float = 120) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=limit)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=total_s))
+
+
+def tokens(n: int) -> str:
+    return f"[tokens={n}]"
+
+
+# --------------------------------------------------------------------------- the rows
+
+
+@dataclass
+class Options:
+    interval_ms: float
+    stream_turns: int
+    growth_turns: int
+    duration: float
+    concurrent_tokens: int
+    thousand: int
+
+
+async def row_stream(server: Server, opts: Options) -> Figures:
+    async with client() as http:
+
+        async def cpu_per_turn(n_tokens: int, tag: str) -> tuple[float, list[float]]:
+            for i in range(3):  # warm-up: connections, caches
+                await turn(http, server.url, f"warm-{tag}-{i}", f"hello {tokens(n_tokens)}")
+            before = cpu_ns(server.pid)
+            firsts: list[float] = []
+            for i in range(opts.stream_turns):
+                done = await turn(http, server.url, f"s-{tag}-{i}", f"Tell me a story. {tokens(n_tokens)}")
+                if not done.ok:
+                    raise SystemExit(f"stream turn failed: {done.error}")
+                if done.first_text is not None:
+                    firsts.append(done.first_text)
+            return (cpu_ns(server.pid) - before) / opts.stream_turns / 1e6, firsts
+
+        long_turn, firsts = await cpu_per_turn(300, "long")
+        short_turn, _ = await cpu_per_turn(1, "short")
+    return {
+        "cpu ms/turn (300 tokens)": long_turn,
+        "cpu ms/turn (1 token)": short_turn,
+        "cpu ms/token": (long_turn - short_turn) / 299,
+        "first text ms (median)": statistics.median(firsts) * 1000,
+    }
+
+
+async def row_growth(server: Server, opts: Options) -> Figures:
+    question = ("Here is a question of moderate length about the weather and the tides. " * 4)[:300]
+    window = 20
+    cpu: list[int] = []
+    async with client() as http:
+        await turn(http, server.url, "growth-warm", f"hello {tokens(20)}")
+        for i in range(opts.growth_turns):
+            before = cpu_ns(server.pid)
+            done = await turn(http, server.url, "growth", f"{question} ({i}) {tokens(20)}")
+            if not done.ok:
+                raise SystemExit(f"growth turn {i + 1} failed: {done.error}")
+            cpu.append(cpu_ns(server.pid) - before)
+    first = statistics.mean(cpu[:window]) / 1e6
+    last = statistics.mean(cpu[-window:]) / 1e6
+    return {
+        f"cpu ms/turn, turns 1-{window}": first,
+        f"cpu ms/turn, last {window} of {opts.growth_turns}": last,
+        "growth (last/first)": last / first,
+    }
+
+
+async def concurrent_turns(
+    server: Server, count: int, run: Callable[[aiohttp.ClientSession, int], Awaitable[list[Turn]]]
+) -> tuple[list[Turn], float, float]:
+    """(turns, wall s, server CPU s) of ``count`` workers running at once."""
+    async with client(total_s=300) as http:
+        before, started = cpu_ns(server.pid), time.perf_counter()
+        results = await asyncio.gather(*(run(http, i) for i in range(count)))
+        wall, cpu = time.perf_counter() - started, (cpu_ns(server.pid) - before) / 1e9
+    return [t for batch in results for t in batch], wall, cpu
+
+
+async def row_latency(server: Server, opts: Options, sessions: int = 100) -> Figures:
+    text = f"How are things? {tokens(opts.concurrent_tokens)}"
+    async with client() as http:  # warm-up: every worker's connection, one turn each
+        await asyncio.gather(*(turn(http, server.url, f"lw-{i}", text) for i in range(sessions)))
+
+    async def worker(http: aiohttp.ClientSession, index: int) -> list[Turn]:
+        out = []
+        stop_at = time.perf_counter() + opts.duration
+        while time.perf_counter() < stop_at:
+            out.append(await turn(http, server.url, f"l-{index}-{len(out) // 10}", text))
+        return out
+
+    turns, wall, cpu = await concurrent_turns(server, sessions, worker)
+    lat = sorted(t.seconds for t in turns if t.ok)
+    p50 = statistics.median(lat)
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    return {
+        "turns/s": len(turns) / wall,
+        "p50 ms": p50 * 1000,
+        "p99 ms": p99 * 1000,
+        "p99/p50": p99 / p50,
+        "cpu ms/turn": cpu / len(turns) * 1000,
+        "errors": float(sum(not t.ok for t in turns)),
+    }
+
+
+async def row_thousand(server: Server, opts: Options, per_turn_100: float | None) -> Figures:
+    text = f"How are things? {tokens(opts.concurrent_tokens)}"
+    deadline = 60.0
+
+    async def worker(http: aiohttp.ClientSession, index: int) -> list[Turn]:
+        try:
+            return [await asyncio.wait_for(turn(http, server.url, f"k-{index}", text), deadline)]
+        except TimeoutError:
+            return [Turn(False, deadline, error="not done in 60 s")]
+
+    turns, wall, cpu = await concurrent_turns(server, opts.thousand, worker)
+    done = [t for t in turns if t.ok]
+    errors: dict[str, int] = {}
+    for t in turns:
+        if not t.ok:
+            errors[t.error] = errors.get(t.error, 0) + 1
+    for kind, n in sorted(errors.items(), key=lambda item: -item[1])[:3]:
+        print(f"    {n} x {kind}", flush=True)
+    per_turn = cpu / len(turns) * 1000
+    figures = {
+        f"done of {opts.thousand} in 60 s": float(len(done)),
+        "errors": float(len(turns) - len(done)),
+        "wall s": wall,
+        "p99 s": sorted(t.seconds for t in turns)[int(len(turns) * 0.99) - 1],
+        "cpu ms/turn": per_turn,
+        "peak RSS MB": peak_rss_mb(server.pid),
+    }
+    if per_turn_100:
+        figures["cpu/turn vs 100 sessions"] = per_turn / per_turn_100
+    return figures
+
+
+# --------------------------------------------------------------------------- running
+
+
+ROWS = ("stream", "growth", "latency", "thousand")
+
+
+async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Options) -> dict[str, Figures]:
+    out: dict[str, Figures] = {}
+    for row in rows:
+        with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
+            server = Server(build, make_agent(Path(tmp), model.port))
+            try:
+                await server.ready()
+                if row == "stream":
+                    out[row] = await row_stream(server, opts)
+                elif row == "growth":
+                    out[row] = await row_growth(server, opts)
+                elif row == "latency":
+                    out[row] = await row_latency(server, opts)
+                else:
+                    base = out.get("latency", {}).get("cpu ms/turn")
+                    out[row] = await row_thousand(server, opts, base)
+            finally:
+                server.stop()
+        print(f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True)
+    return out
+
+
+def export(ref: str, into: Path) -> Build:
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", ref], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return Build(f"{ref} ({commit})", into)
+
+
+@dataclass
+class Table:
+    values: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
+
+    def add(self, label: str, results: dict[str, Figures]) -> None:
+        for row, figures in results.items():
+            for name, value in figures.items():
+                self.values.setdefault(row, {}).setdefault(name, {}).setdefault(label, []).append(value)
+
+    def print(self, labels: list[str]) -> None:
+        head = f"{'row':<9} {'figure':<30}" + "".join(f" {label[:22]:>22}" for label in labels)
+        if len(labels) == 2:
+            head += f" {'ratio':>7}"
+        print(head)
+        for row, figures in self.values.items():
+            for name, per_label in figures.items():
+                medians = [statistics.median(per_label[label]) if label in per_label else None for label in labels]
+                cells = "".join(f" {m:>22.3f}" if m is not None else f" {'-':>22}" for m in medians)
+                ratio = ""
+                if len(labels) == 2 and medians[0] and medians[1] is not None:
+                    ratio = f" {medians[1] / medians[0]:>7.2f}"
+                print(f"{row:<9} {name:<30}{cells}{ratio}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default=",".join(ROWS))
+    parser.add_argument("--compare", metavar="REF", nargs="?", const="main", default=None)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--interval-ms", type=float, default=5.0)
+    parser.add_argument("--stream-turns", type=int, default=20)
+    parser.add_argument("--growth-turns", type=int, default=200)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--concurrent-tokens", type=int, default=50)
+    parser.add_argument("--thousand", type=int, default=1000)
+    args = parser.parse_args()
+    rows = [r for r in args.rows.split(",") if r]
+    unknown = set(rows) - set(ROWS)
+    if unknown:
+        raise SystemExit(f"unknown rows: {', '.join(sorted(unknown))} (known: {', '.join(ROWS)})")
+    opts = Options(
+        args.interval_ms, args.stream_turns, args.growth_turns, args.duration, args.concurrent_tokens, args.thousand
+    )
+    model = FakeModel(args.interval_ms)
+    table = Table()
+    with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-ref-") as ref_dir:
+        this = Build("this checkout", ROOT)
+        builds = [this] if args.compare is None else [export(args.compare, Path(ref_dir)), this]
+        try:
+            for round_ in range(args.rounds):
+                order = builds if round_ % 2 == 0 else builds[::-1]
+                for build in order:
+                    table.add(build.label, await run_rows(build, model, rows, opts))
+        finally:
+            model.stop()
+        print(f"\n== hot path: fake model over HTTP, {args.interval_ms:g} ms between tokens, {os.cpu_count()} CPUs")
+        if args.rounds > 1:
+            print(f"(medians of {args.rounds} interleaved rounds)")
+        table.print([b.label for b in builds])
+        shutil.rmtree(Path(ref_dir), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,192 @@
+"""The wire clients' own connection pool (:class:`PooledTransport`): kept-alive reuse, a fair
+queue with its pool timeout, expiry, no slot ever lost to a cancelled request, and a close that
+leaves nothing open."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from aiohttp import web
+
+from fastagent_cli.models.http_pool import PoolLimits, new_http_client
+from fastagent_cli.models.http_transport import PooledTransport
+
+
+class Origin:
+    """A local server: ``/fast`` answers at once, ``/hold/<n>`` streams a first line and then
+    waits until ``release(n)``; ``peers`` records each request's client port (reuse shows)."""
+
+    def __init__(self) -> None:
+        self.peers: list[int] = []
+        self.order: list[str] = []
+        self.gates: dict[str, asyncio.Event] = {}
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> Origin:
+        app = web.Application()
+        app.router.add_get("/fast", self.fast)
+        app.router.add_get("/hold/{name}", self.hold)
+        self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for gate in self.gates.values():
+            gate.set()
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+    def gate(self, name: str) -> asyncio.Event:
+        return self.gates.setdefault(name, asyncio.Event())
+
+    def _note(self, request: web.Request) -> None:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.peers.append(peer[1] if peer else 0)
+
+    async def fast(self, request: web.Request) -> web.Response:
+        self._note(request)
+        return web.Response(text="ok")
+
+    async def hold(self, request: web.Request) -> web.StreamResponse:
+        self._note(request)
+        name = request.match_info["name"]
+        self.order.append(name)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"first\n")
+        await self.gate(name).wait()
+        await response.write(b"last\n")
+        await response.write_eof()
+        return response
+
+
+def pooled(**limits: float) -> httpx.AsyncClient:
+    return new_http_client(PoolLimits(**limits))  # type: ignore[arg-type]
+
+
+def transport_of(http: httpx.AsyncClient) -> PooledTransport:
+    transport = http._transport  # the client's own transport
+    assert isinstance(transport, PooledTransport)
+    return transport
+
+
+async def body(http: httpx.AsyncClient, url: str) -> bytes:
+    response = await http.get(url)
+    return response.content
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[Origin]:
+    async with Origin() as server:
+        yield server
+
+
+async def test_sequential_requests_reuse_one_connection(origin: Origin) -> None:
+    async with pooled() as http:
+        for _ in range(5):
+            assert await body(http, f"{origin.url}/fast") == b"ok"
+        assert len(set(origin.peers)) == 1
+        assert transport_of(http).connections() == {origin.url: (1, 1, 0)}
+
+
+async def test_waiting_requests_are_served_in_arrival_order(origin: Origin) -> None:
+    async with pooled(max_connections=2) as http:
+        tasks = []
+        for name in "abcdef":
+            tasks.append(asyncio.create_task(body(http, f"{origin.url}/hold/{name}")))
+            while len(origin.order) < min(2, len(tasks)) or (
+                len(tasks) > 2 and transport_of(http).connections()[origin.url][2] < len(tasks) - 2
+            ):
+                await asyncio.sleep(0.005)
+        assert transport_of(http).connections()[origin.url] == (2, 0, 4)
+        for name in "abcdef":
+            while name not in origin.order:
+                await asyncio.sleep(0.005)
+            origin.gate(name).set()
+        assert [await t for t in tasks] == [b"first\nlast\n"] * 6
+        assert origin.order == list("abcdef")
+        assert transport_of(http).connections()[origin.url] == (2, 2, 0)
+
+
+async def test_pool_timeout_is_httpx_pool_timeout_and_frees_the_queue(origin: Origin) -> None:
+    async with pooled(max_connections=1, pool_timeout_s=0.2) as http:
+        holder = asyncio.create_task(body(http, f"{origin.url}/hold/h"))
+        while not origin.order:
+            await asyncio.sleep(0.005)
+        with pytest.raises(httpx.PoolTimeout):
+            await http.get(f"{origin.url}/fast")
+        assert transport_of(http).connections()[origin.url] == (1, 0, 0)
+        origin.gate("h").set()
+        assert await holder == b"first\nlast\n"
+        assert await body(http, f"{origin.url}/fast") == b"ok"
+
+
+async def test_cancelled_waiters_and_readers_never_lose_a_slot(origin: Origin) -> None:
+    async with pooled(max_connections=2) as http:
+        holders = [asyncio.create_task(body(http, f"{origin.url}/hold/x{i}")) for i in range(2)]
+        while len(origin.order) < 2:
+            await asyncio.sleep(0.005)
+        waiters = [asyncio.create_task(http.get(f"{origin.url}/fast")) for _ in range(5)]
+        await asyncio.sleep(0.05)
+        for task in waiters:
+            task.cancel()
+        holders[0].cancel()  # a reader that leaves mid-body
+        await asyncio.gather(*waiters, holders[0], return_exceptions=True)
+        origin.gate("x1").set()
+        assert await holders[1] == b"first\nlast\n"
+        results = await asyncio.wait_for(asyncio.gather(*(body(http, f"{origin.url}/fast") for _ in range(4))), 5)
+        assert results == [b"ok"] * 4
+        opened, _, waiting = transport_of(http).connections()[origin.url]
+        assert opened <= 2 and waiting == 0
+
+
+async def test_expired_idle_connections_are_closed_and_replaced(origin: Origin) -> None:
+    async with pooled(keepalive_expiry_s=0.05) as http:
+        assert await body(http, f"{origin.url}/fast") == b"ok"
+        await asyncio.sleep(0.15)
+        assert await body(http, f"{origin.url}/fast") == b"ok"
+        assert len(set(origin.peers)) == 2
+        assert transport_of(http).connections()[origin.url] == (1, 1, 0)
+
+
+async def test_keepalive_limit_closes_the_surplus(origin: Origin) -> None:
+    async with pooled(max_keepalive=1) as http:
+        tasks = [asyncio.create_task(body(http, f"{origin.url}/hold/k{i}")) for i in range(3)]
+        while len(origin.order) < 3:
+            await asyncio.sleep(0.005)
+        for i in range(3):
+            origin.gate(f"k{i}").set()
+        await asyncio.gather(*tasks)
+        assert transport_of(http).connections()[origin.url] == (1, 1, 0)
+
+
+async def test_close_fails_waiters_and_refuses_new_requests(origin: Origin) -> None:
+    http = pooled(max_connections=1)
+    holder = asyncio.create_task(body(http, f"{origin.url}/hold/c"))
+    while not origin.order:
+        await asyncio.sleep(0.005)
+    waiter = asyncio.create_task(http.get(f"{origin.url}/fast"))
+    await asyncio.sleep(0.02)
+    await transport_of(http).aclose()
+    with pytest.raises(httpx.PoolTimeout):
+        await waiter
+    holder.cancel()
+    await asyncio.gather(holder, return_exceptions=True)
+    with pytest.raises(RuntimeError, match="closed"):
+        await http.get(f"{origin.url}/fast")
+    await http.aclose()
+
+
+async def test_connect_errors_surface_as_httpx_errors_and_free_the_slot() -> None:
+    async with pooled(max_connections=1, connect_timeout_s=2) as http:
+        for _ in range(3):
+            with pytest.raises(httpx.ConnectError):
+                await http.get("http://127.0.0.1:9/")  # the discard port: nothing listens
+        assert transport_of(http).connections()["http://127.0.0.1:9"] == (0, 0, 0)
