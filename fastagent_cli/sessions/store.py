@@ -270,9 +270,11 @@ class FileSessionStore:
                 entries = inherited_entries(parent, inherit)
         header = new_header(session, self.cwd, inherit.parent_session if inherit else None)
         body = "".join(dumps_line(entry) + "\n" for entry in entries).encode("utf-8")
-        # in the loop's thread, before any other await: a turn cancelled from here on leaves the
-        # record it created (the question survives), and the session exists once its run does
-        path, _ = self.files.publish(session, header, body)
+        # Off the loop: the publish ends in an fsync, which a busy disk makes slow, and a
+        # thousand sessions starting at once would otherwise queue every turn behind them. The
+        # thread runs to the end even when the turn is cancelled meanwhile, so a cancelled turn
+        # still leaves the record it created.
+        path, _ = await asyncio.to_thread(self.files.publish, session, header, body)
         record = await self.open_if_exists(session)
         if record is None:
             raise SessionError(
