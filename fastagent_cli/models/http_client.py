@@ -75,7 +75,7 @@ class HttpStreamClient:
                     self._pool.max_connections,
                     self._pool.pool_timeout_s,
                 )
-        exchange = Exchange(self._http, request)
+        exchange = Exchange(self._http, request, self._pool.coalesce_s)
         self._exchanges.add(exchange)
         exchange.task.add_done_callback(lambda _: self._exchanges.discard(exchange))
         return exchange

@@ -15,6 +15,11 @@ wedged. So the reader never runs httpcore code itself:
   are written for;
 * the worker closes the response itself, so by the time the reader sees the end of the body the
   connection is back in the pool.
+
+Once the reader has handed on the answer's first delta it calls
+:meth:`StreamedResponse.answer_started`: from then on the socket is read at most every
+``pace_s`` (see :class:`~fastagent_cli.models.http_transport.PacedStream`), so tokens that arrive
+close together are read, parsed and relayed as one batch; the first token is never delayed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import AsyncIterator
 
 import anyio
 import httpx
+
+from fastagent_cli.models.http_transport import PacedStream
 
 __all__ = ["Exchange", "StreamedResponse"]
 
@@ -37,6 +44,14 @@ class StreamedResponse:
         self.status_code = response.status_code
         self.headers = response.headers
         self._exchange = exchange
+        self._stream = response.extensions.get("network_stream")
+
+    def answer_started(self) -> None:
+        """The first delta has been handed on: read the rest in batches (cheap to call again)."""
+        stream = self._stream
+        if isinstance(stream, PacedStream) and not stream.pace_s:
+            stream.pace_s = self._exchange.pace_s
+            self._exchange.paced = stream
 
     @property
     def is_success(self) -> bool:
@@ -57,9 +72,11 @@ class StreamedResponse:
 class Exchange:
     """Start with ``Exchange(http, request)``; ``await response()``; always ``abandon()`` when done."""
 
-    def __init__(self, http: httpx.AsyncClient, request: httpx.Request) -> None:
+    def __init__(self, http: httpx.AsyncClient, request: httpx.Request, pace_s: float = 0.0) -> None:
         self._http = http
         self._request = request
+        self.pace_s = pace_s
+        self.paced: PacedStream | None = None
         self._head: asyncio.Future[httpx.Response] = asyncio.get_running_loop().create_future()
         self._chunks: asyncio.Queue[object] = asyncio.Queue()
         self._scope = anyio.CancelScope()  # cancelling it before it is entered is allowed
@@ -115,4 +132,6 @@ class Exchange:
             self._chunks.put_nowait(httpx.ReadError("the model client was closed", request=self._request))
             raise
         finally:
+            if self.paced is not None:
+                self.paced.pace_s = 0.0  # the connection's next request starts unpaced
             await response.aclose()

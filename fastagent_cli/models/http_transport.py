@@ -15,9 +15,16 @@ A request takes an idle connection, else opens one while under the limit, else w
 connection back is synchronous bookkeeping that runs in a ``finally`` (no ``await`` before it), so
 a request cancelled at any moment can never leave its slot counted as busy: the promise of
 :mod:`~fastagent_cli.models.http_exchange`, kept by construction. A connection that comes back in an
-unknown state is closed in the background, never reused. Each connection is httpcore's own
-``AsyncHTTPConnection`` (HTTP/1.1: connect and TLS, framing, keep-alive expiry), so the wire
-behaviour is httpx's; failures come out as the usual ``httpx`` exceptions.
+unknown state is closed in the background, never reused. Each connection is an
+:class:`~fastagent_cli.models.http1.Http1Connection` on httpcore's network streams (connect and
+TLS, timeouts); failures come out as the usual ``httpx`` exceptions.
+
+Each connection's socket is a :class:`PacedStream`: once a response's answer has started (its
+first delta went out, see :meth:`~fastagent_cli.models.http_exchange.StreamedResponse.answer_started`)
+the socket is read at most every ``pace_s``. Tokens that arrive meanwhile wait in the kernel and
+come out of the next read together, so the per-read costs (httpcore, h11, anyio, the hand-over to
+the turn, one SSE write to the client) are paid once per batch instead of once per token, while
+the first token is never held back.
 """
 
 from __future__ import annotations
@@ -25,14 +32,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import httpcore
 import httpx
 
-__all__ = ["PooledTransport"]
+from fastagent_cli.models.http1 import Head, Http1Connection
+
+__all__ = ["PacedStream", "PooledTransport"]
 
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 
@@ -71,15 +82,48 @@ def _as_httpx() -> Iterator[None]:
         raise
 
 
+class PacedStream(httpcore.AsyncNetworkStream):
+    """A connection's socket that, while ``pace_s`` is set, waits until ``pace_s`` after the
+    previous read completed before reading again."""
+
+    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
+        self._stream = stream
+        self.pace_s = 0.0
+        self._last = 0.0
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self.pace_s > 0:
+            wait = self._last + self.pace_s - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+        data = await self._stream.read(max_bytes, timeout)
+        self._last = time.monotonic()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._stream.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> PacedStream:
+        return PacedStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
 class _Origin:
     def __init__(self, transport: PooledTransport, origin: httpcore.Origin) -> None:
         self.transport = transport
         self.origin = origin
-        self.idle: deque[httpcore.AsyncHTTPConnection] = deque()
-        self.waiters: deque[asyncio.Future[httpcore.AsyncHTTPConnection]] = deque()
+        self.idle: deque[Http1Connection] = deque()
+        self.waiters: deque[asyncio.Future[Http1Connection]] = deque()
         self.open = 0
 
-    def _new(self) -> httpcore.AsyncHTTPConnection:
+    def _new(self) -> Http1Connection:
         return self.transport.new_connection(self.origin)
 
     def _sweep(self) -> None:
@@ -88,7 +132,7 @@ class _Origin:
         while idle and (len(idle) > self.transport.max_keepalive or idle[0].has_expired()):
             self._drop(idle.popleft())
 
-    async def acquire(self, timeout: float | None) -> httpcore.AsyncHTTPConnection:
+    async def acquire(self, timeout: float | None) -> Http1Connection:
         self._sweep()
         while self.idle:
             connection = self.idle.pop()
@@ -99,7 +143,7 @@ class _Origin:
             self.open += 1
             return self._new()
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[httpcore.AsyncHTTPConnection] = loop.create_future()
+        waiter: asyncio.Future[Http1Connection] = loop.create_future()
         self.waiters.append(waiter)
         expiry = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:
@@ -114,7 +158,7 @@ class _Origin:
             if expiry is not None:
                 expiry.cancel()
 
-    def release(self, connection: httpcore.AsyncHTTPConnection) -> None:
+    def release(self, connection: Http1Connection) -> None:
         """Take a connection back (synchronous: safe in any ``finally``)."""
         if connection.is_available() and not connection.has_expired() and not self.transport.closed:
             waiter = self._next_waiter()
@@ -126,7 +170,7 @@ class _Origin:
             return
         self._drop(connection)
 
-    def _drop(self, connection: httpcore.AsyncHTTPConnection) -> None:
+    def _drop(self, connection: Http1Connection) -> None:
         """Forget a connection (closed in the background unless it already is) and pass its slot
         to the next waiter, if any."""
         if not connection.is_closed():
@@ -137,7 +181,7 @@ class _Origin:
         else:
             self.open -= 1
 
-    def _next_waiter(self) -> asyncio.Future[httpcore.AsyncHTTPConnection] | None:
+    def _next_waiter(self) -> asyncio.Future[Http1Connection] | None:
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
@@ -145,29 +189,30 @@ class _Origin:
         return None
 
 
-def _expire(waiter: asyncio.Future[httpcore.AsyncHTTPConnection]) -> None:
+def _expire(waiter: asyncio.Future[Http1Connection]) -> None:
     if not waiter.done():
         waiter.set_exception(httpcore.PoolTimeout("no free connection within the pool timeout"))
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, stream: Any, origin: _Origin, connection: httpcore.AsyncHTTPConnection) -> None:
-        self._stream = stream
+    def __init__(self, head: Head, origin: _Origin, connection: Http1Connection) -> None:
+        self._head = head
         self._origin: _Origin | None = origin
         self._connection = connection
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         with _as_httpx():
-            async for part in self._stream:
+            async for part in self._connection.body(self._head):
                 yield part
 
     async def aclose(self) -> None:
+        origin, self._origin = self._origin, None
+        if origin is None:
+            return
         try:
-            await self._stream.aclose()
+            await self._connection.release()  # closes it unless the body was read to the end
         finally:
-            origin, self._origin = self._origin, None
-            if origin is not None:
-                origin.release(self._connection)
+            origin.release(self._connection)
 
 
 class PooledTransport(httpx.AsyncBaseTransport):
@@ -185,17 +230,24 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._ssl: ssl.SSLContext | None = None
         self._backend = httpcore.AnyIOBackend()
 
-    def new_connection(self, origin: httpcore.Origin) -> httpcore.AsyncHTTPConnection:
-        if origin.scheme == b"https" and self._ssl is None:
-            self._ssl = httpx.create_ssl_context()  # on first use: it reads the CA bundle
-        return httpcore.AsyncHTTPConnection(
-            origin,
-            ssl_context=self._ssl,
-            keepalive_expiry=self.keepalive_expiry,
-            network_backend=self._backend,
-        )
+    def new_connection(self, origin: httpcore.Origin) -> Http1Connection:
+        return Http1Connection(origin, self._open, self.keepalive_expiry)
 
-    def close_later(self, connection: httpcore.AsyncHTTPConnection) -> None:
+    async def _open(self, origin: httpcore.Origin, timeout: float | None) -> PacedStream:
+        host = origin.host.decode("ascii")
+        stream = await self._backend.connect_tcp(host, origin.port, timeout=timeout)
+        if origin.scheme == b"https":
+            if self._ssl is None:
+                self._ssl = httpx.create_ssl_context()  # on first use: it reads the CA bundle
+                self._ssl.set_alpn_protocols(["http/1.1"])
+            try:
+                stream = await stream.start_tls(self._ssl, server_hostname=host, timeout=timeout)
+            except BaseException:
+                await stream.aclose()
+                raise
+        return PacedStream(stream)
+
+    def close_later(self, connection: Http1Connection) -> None:
         task = asyncio.get_running_loop().create_task(connection.aclose())
         self._closing.add(task)
         task.add_done_callback(self._closed_one)
@@ -225,31 +277,34 @@ class PooledTransport(httpx.AsyncBaseTransport):
         origin = self._origins.get((scheme, host, port))
         if origin is None:
             origin = self._origins[(scheme, host, port)] = _Origin(self, httpcore.Origin(scheme, host, port))
-        sent = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(scheme=scheme, host=host, port=url.port, target=url.raw_path),
-            headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]
-            extensions=request.extensions,
-        )
-        timeout = (request.extensions.get("timeout") or {}).get("pool")
+        headers = request.headers.raw
+        body = await request.aread()
+        if any(k.lower() == b"transfer-encoding" for k, _ in headers):  # a body of unknown length
+            body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+        timeouts = request.extensions.get("timeout") or {}
         with _as_httpx():
             while True:
-                connection = await origin.acquire(timeout)
+                connection = await origin.acquire(timeouts.get("pool"))
                 try:
-                    response = await connection.handle_async_request(sent)
+                    head = await connection.request(
+                        request.method.encode(), url.raw_path, headers, body, timeouts
+                    )
                 except httpcore.ConnectionNotAvailable:
-                    origin.release(connection)  # closed under us: take another one
+                    origin.release(connection)
                     continue
                 except BaseException:
                     origin.release(connection)
                     raise
                 break
         return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_Body(response.stream, origin, connection),
-            extensions=response.extensions,
+            status_code=head.status,
+            headers=head.headers,
+            stream=_Body(head, origin, connection),
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": head.reason,
+                "network_stream": connection.network_stream,
+            },
         )
 
     async def aclose(self) -> None:

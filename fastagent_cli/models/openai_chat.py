@@ -126,7 +126,12 @@ class _ChatStream:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or choice.get("message") or {}
-            reasoning = next((delta[k] for k in _REASONING_FIELDS if isinstance(delta.get(k), str)), "")
+            reasoning = ""
+            if len(delta) > 1 or "content" not in delta:  # a content-only delta has none
+                for key in _REASONING_FIELDS:
+                    if isinstance(delta.get(key), str):
+                        reasoning = delta[key]
+                        break
             if reasoning:
                 self.thinking.append(reasoning)
                 out.append(StreamDelta("thinking", reasoning))
@@ -226,5 +231,6 @@ class OpenAIChatClient(HttpStreamClient):
                         # After [DONE] the rest is read and ignored (as the SDKs do) so the
                         # connection goes back to the pool instead of being dropped.
                         for delta in state.feed_data(event.data):
+                            response.answer_started()
                             yield delta
         yield state.finish()

@@ -274,5 +274,6 @@ class OpenAIResponsesClient(HttpStreamClient):
                 # After the final event the rest is read and ignored so the connection goes back
                 # to the pool instead of being dropped.
                 for delta in state.feed(event.event, event.data):
+                    response.answer_started()
                     yield delta
         yield state.finish()

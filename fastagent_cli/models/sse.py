@@ -67,6 +67,8 @@ class SSEDecoder:
             self._started = True
             text = text.removeprefix("\ufeff")
         buf = self._buffer + text
+        if "\r" not in buf:
+            return self._feed_lines(buf)
         events: list[SSEEvent] = []
         pos = 0
         for match in _EOL.finditer(buf):
@@ -77,6 +79,23 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
         self._buffer = buf[pos:]
+        return events
+
+    def _feed_lines(self, buf: str) -> list[SSEEvent]:
+        """``_feed_text`` for text with ``\n`` line ends only (nearly every server): one split,
+        and ``data:`` lines, nearly all of them, handled inline."""
+        lines = buf.split("\n")
+        self._buffer = lines.pop()  # the unfinished last line ("" after a final newline)
+        events: list[SSEEvent] = []
+        data = self._data
+        for line in lines:
+            if line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+                continue
+            event = self._process_line(line)
+            if event is not None:
+                events.append(event)
+                data = self._data  # a dispatch starts a new list
         return events
 
     def _process_line(self, line: str) -> SSEEvent | None:

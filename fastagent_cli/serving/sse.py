@@ -3,16 +3,24 @@
 Each event is one ``data: <json>\\n\\n`` message; a ``: ping\\n\\n`` comment goes out every
 :data:`PING_INTERVAL_S` so remote consumers can tell a quiet run from a dead connection.
 
-Two tasks per stream: a *reader* pulls events and writes them (so a slow client applies
-backpressure to the agent), and the request's own task *watches*: it pings, and it notices a
-client that went away even while the agent is silent (a slow tool), by the write failing or by
-polling the transport every :data:`DISCONNECT_POLL_S`. Either way the reader is cancelled, which
-closes the agent's stream (:func:`~fastagent_cli.contract.closing`), which aborts the turn.
+Per stream, a *reader* pulls events and queues their messages, a *writer* sends what has queued
+up, and the request's own task *watches*: it pings, and it notices a client that went away even
+while the agent is silent (a slow tool), by the write failing or by polling the transport every
+:data:`DISCONNECT_POLL_S`. Either way the reader is cancelled, which closes the agent's stream
+(:func:`~fastagent_cli.contract.closing`), which aborts the turn.
+
+Coalescing: the writer wakes on the loop tick after the reader queued a message and sends
+everything queued by then as one write. Events the agent emits together (the deltas of one model
+read) leave in one write; an event that comes alone leaves alone, at once (no timer: the first
+token is never held back). Each event stays one whole ``data: ...\\n\\n`` message, never split
+across writes nor merged with another. While :data:`MAX_QUEUED_BYTES` wait for a slow client
+the reader stops pulling, so the client's pace still holds the agent back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -21,7 +29,14 @@ from aiohttp import web
 
 from fastagent_cli.contract import closing, event_to_wire
 
-__all__ = ["DISCONNECT_POLL_S", "PING_INTERVAL_S", "SSE_HEADERS", "client_gone", "stream_events"]
+__all__ = [
+    "DISCONNECT_POLL_S",
+    "MAX_QUEUED_BYTES",
+    "PING_INTERVAL_S",
+    "SSE_HEADERS",
+    "client_gone",
+    "stream_events",
+]
 
 log = logging.getLogger("fastagent.host")
 
@@ -36,6 +51,9 @@ SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "Connection": "keep-alive",
 }
+
+MAX_QUEUED_BYTES = 64 * 1024
+"""Messages waiting for the client beyond which the reader stops pulling events."""
 
 _PING = b": ping\n\n"
 
@@ -53,15 +71,62 @@ class _Reader:
         self.events = events
         self.encode = encode
         self.writing = False
+        self._queued: list[str] = []
+        self._queued_bytes = 0
+        self._wake = asyncio.Event()
+        self._room = asyncio.Event()
+        self._ended = False
 
     async def run(self) -> None:
-        async with closing(self.events) as events:
-            async for event in events:
-                self.writing = True
-                try:
-                    await self.response.write(f"data: {self.encode(event)}\n\n".encode())
-                finally:
-                    self.writing = False
+        """Pull events until the stream ends, then wait for the writer to send the last ones.
+        A failed write stops the pulling at once and ends this task with the writer's error."""
+        writer = asyncio.create_task(self._write())
+        writer.add_done_callback(functools.partial(_stop_on_failure, asyncio.current_task()))
+        try:
+            async with closing(self.events) as events:
+                async for event in events:
+                    message = f"data: {self.encode(event)}\n\n"
+                    self._queued.append(message)
+                    self._queued_bytes += len(message)
+                    self._wake.set()
+                    if self._queued_bytes >= MAX_QUEUED_BYTES:
+                        self._room.clear()
+                        await self._room.wait()
+            self._ended = True
+            self._wake.set()
+            await writer
+        except asyncio.CancelledError:
+            failure = None if not writer.done() or writer.cancelled() else writer.exception()
+            if failure is not None:
+                raise failure from None
+            raise
+        finally:
+            if not writer.done():
+                writer.cancel()
+                await asyncio.wait({writer})
+
+    async def _write(self) -> None:
+        while True:
+            if not self._queued:
+                if self._ended:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            data = "".join(self._queued).encode()
+            self._queued.clear()
+            self._queued_bytes = 0
+            self._room.set()
+            self.writing = True
+            try:
+                await self.response.write(data)
+            finally:
+                self.writing = False
+
+
+def _stop_on_failure(reader: asyncio.Task[Any] | None, writer: asyncio.Task[None]) -> None:
+    if reader is not None and not writer.cancelled() and writer.exception() is not None:
+        reader.cancel()
 
 
 async def stream_events(
