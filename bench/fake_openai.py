@@ -80,18 +80,20 @@ class Ticker:
         self.interval_s = interval_s
         self.streams: dict[int, tuple[asyncio.Transport, list[bytes], int, Callable[[], None]]] = {}
         self._handle: asyncio.TimerHandle | None = None
+        self._ticking = False
         self._next = 0
 
     def add(self, transport: asyncio.Transport, frames: list[bytes], done: Callable[[], None]) -> None:
         self._next += 1
         transport.write(_HEAD + frames[0])
         self.streams[self._next] = (transport, frames, 1, done)
-        if self._handle is None:
+        if self._handle is None and not self._ticking:
             loop = asyncio.get_running_loop()
             self._handle = loop.call_later(self.interval_s, self._tick)
 
     def _tick(self) -> None:
         self._handle = None
+        self._ticking = True  # a stream added meanwhile (the next request) waits for this tick's timer
         for key, (transport, frames, at, done) in list(self.streams.items()):
             if transport.is_closing():
                 del self.streams[key]
@@ -102,6 +104,7 @@ class Ticker:
                 done()
             else:
                 self.streams[key] = (transport, frames, at + 1, done)
+        self._ticking = False
         if self.streams:
             self._handle = asyncio.get_running_loop().call_later(self.interval_s, self._tick)
 

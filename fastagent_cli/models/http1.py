@@ -3,8 +3,8 @@
 The model streams are long chunked responses of many small chunks (one per token). A general
 client parses each chunk as its own event through several layers of async generators; this one
 decodes every chunk a socket read brought in one pass over the bytes and hands the body on once
-per read. The socket is httpcore's network stream (connect and TLS, timeouts, errors as
-``httpcore`` exceptions, which the transport turns into ``httpx`` ones).
+per read. The socket is a :class:`~fastagent_cli.models.http_socket.PacedStream` (connect and TLS,
+timeouts, errors as ``httpcore`` exceptions, which the transport turns into ``httpx`` ones).
 
 Framing follows RFC 9112: no body for ``HEAD``, 1xx, 204 and 304; else ``Transfer-Encoding:
 chunked`` (extensions and trailers skipped), else ``Content-Length``, else the body runs to the

@@ -18,7 +18,7 @@ wedged. So the reader never runs httpcore code itself:
 
 Once the reader has handed on the answer's first delta it calls
 :meth:`StreamedResponse.answer_started`: from then on the socket is read at most every
-``pace_s`` (see :class:`~fastagent_cli.models.http_transport.PacedStream`), so tokens that arrive
+``pace_s`` (see :class:`~fastagent_cli.models.http_socket.PacedStream`), so tokens that arrive
 close together are read, parsed and relayed as one batch; the first token is never delayed.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 import anyio
 import httpx
 
-from fastagent_cli.models.http_transport import PacedStream
+from fastagent_cli.models.http_socket import PacedStream
 
 __all__ = ["Exchange", "StreamedResponse"]
 
@@ -44,14 +44,10 @@ class StreamedResponse:
         self.status_code = response.status_code
         self.headers = response.headers
         self._exchange = exchange
-        self._stream = response.extensions.get("network_stream")
 
     def answer_started(self) -> None:
         """The first delta has been handed on: read the rest in batches (cheap to call again)."""
-        stream = self._stream
-        if isinstance(stream, PacedStream) and not stream.pace_s:
-            stream.pace_s = self._exchange.pace_s
-            self._exchange.paced = stream
+        self._exchange.pace()
 
     @property
     def is_success(self) -> bool:
@@ -76,7 +72,9 @@ class Exchange:
         self._http = http
         self._request = request
         self.pace_s = pace_s
-        self.paced: PacedStream | None = None
+        self._paced: PacedStream | None = None
+        self._socket: object = None
+        self._reading = False
         self._head: asyncio.Future[httpx.Response] = asyncio.get_running_loop().create_future()
         self._chunks: asyncio.Queue[object] = asyncio.Queue()
         self._scope = anyio.CancelScope()  # cancelling it before it is entered is allowed
@@ -96,6 +94,14 @@ class Exchange:
             raise item
         assert isinstance(item, bytes)
         return item
+
+    def pace(self) -> None:
+        """Read the rest of this body at most every ``pace_s`` (only while it is being read: the
+        connection's next request starts unpaced)."""
+        socket = self._socket
+        if self._reading and self._paced is None and isinstance(socket, PacedStream) and self.pace_s:
+            socket.pace_s = self.pace_s
+            self._paced = socket
 
     def abandon(self) -> None:
         """The reader is done (finished, failed or cancelled): stop reading and close. Never
@@ -119,6 +125,8 @@ class Exchange:
                 self._head.cancel()
                 return
             self._head.set_result(response)
+            self._socket = response.extensions.get("network_stream")
+            self._reading = True
             with self._scope:
                 try:
                     async for chunk in response.aiter_bytes():
@@ -132,6 +140,7 @@ class Exchange:
             self._chunks.put_nowait(httpx.ReadError("the model client was closed", request=self._request))
             raise
         finally:
-            if self.paced is not None:
-                self.paced.pace_s = 0.0  # the connection's next request starts unpaced
+            self._reading = False
+            if self._paced is not None:
+                self._paced.pace_s = 0.0  # the connection's next request starts unpaced
             await response.aclose()

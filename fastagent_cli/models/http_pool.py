@@ -39,7 +39,7 @@ class PoolLimits:
     connect_timeout_s: float = 15.0
     read_timeout_s: float = 300.0
     write_timeout_s: float = 60.0
-    coalesce_s: float = 0.02
+    coalesce_s: float = 0.05
 
     def transport(self) -> PooledTransport:
         return PooledTransport(

@@ -19,10 +19,10 @@ unknown state is closed in the background, never reused. Each connection is an
 :class:`~fastagent_cli.models.http1.Http1Connection` on httpcore's network streams (connect and
 TLS, timeouts); failures come out as the usual ``httpx`` exceptions.
 
-Each connection's socket is a :class:`PacedStream`: once a response's answer has started (its
+Each connection's socket is a :class:`~fastagent_cli.models.http_socket.PacedStream`: once a response's answer has started (its
 first delta went out, see :meth:`~fastagent_cli.models.http_exchange.StreamedResponse.answer_started`)
 the socket is read at most every ``pace_s``. Tokens that arrive meanwhile wait in the kernel and
-come out of the next read together, so the per-read costs (httpcore, h11, anyio, the hand-over to
+come out of the next read together, so the per-read costs (the loop wake-up, HTTP and SSE parsing, the hand-over to
 the turn, one SSE write to the client) are paid once per batch instead of once per token, while
 the first token is never held back.
 """
@@ -32,18 +32,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
-import anyio
 import httpcore
 import httpx
 
 from fastagent_cli.models.http1 import Head, Http1Connection
+from fastagent_cli.models.http_socket import PacedStream, open_stream
 
-__all__ = ["PacedStream", "PooledTransport"]
+__all__ = ["PooledTransport"]
 
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 
@@ -82,39 +80,6 @@ def _as_httpx() -> Iterator[None]:
         raise
 
 
-class PacedStream(httpcore.AsyncNetworkStream):
-    """A connection's socket that, while ``pace_s`` is set, waits until ``pace_s`` after the
-    previous read completed before reading again."""
-
-    def __init__(self, stream: httpcore.AsyncNetworkStream) -> None:
-        self._stream = stream
-        self.pace_s = 0.0
-        self._last = 0.0
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self.pace_s > 0:
-            wait = self._last + self.pace_s - time.monotonic()
-            if wait > 0:
-                await anyio.sleep(wait)
-        data = await self._stream.read(max_bytes, timeout)
-        self._last = time.monotonic()
-        return data
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._stream.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> PacedStream:
-        return PacedStream(await self._stream.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
 class _Origin:
     def __init__(self, transport: PooledTransport, origin: httpcore.Origin) -> None:
         self.transport = transport
@@ -129,14 +94,14 @@ class _Origin:
     def _sweep(self) -> None:
         """Close expired idle connections (oldest first) and those above the keep-alive limit."""
         idle = self.idle
-        while idle and (len(idle) > self.transport.max_keepalive or idle[0].has_expired()):
+        while idle and (len(idle) > self.transport.max_keepalive or _expired(idle[0])):
             self._drop(idle.popleft())
 
     async def acquire(self, timeout: float | None) -> Http1Connection:
         self._sweep()
         while self.idle:
             connection = self.idle.pop()
-            if connection.is_available() and not connection.has_expired():
+            if connection.is_available() and not _expired(connection):
                 return connection
             self._drop(connection)
         if self.open < self.transport.max_connections:
@@ -159,8 +124,8 @@ class _Origin:
                 expiry.cancel()
 
     def release(self, connection: Http1Connection) -> None:
-        """Take a connection back (synchronous: safe in any ``finally``)."""
-        if connection.is_available() and not connection.has_expired() and not self.transport.closed:
+        """Take a connection back (synchronous: safe in any ``finally``; it never raises)."""
+        if connection.is_available() and not _expired(connection) and not self.transport.closed:
             waiter = self._next_waiter()
             if waiter is not None:
                 waiter.set_result(connection)
@@ -187,6 +152,13 @@ class _Origin:
             if not waiter.done():
                 return waiter
         return None
+
+
+def _expired(connection: Http1Connection) -> bool:
+    try:
+        return connection.has_expired()
+    except Exception:  # a socket that cannot even be checked is no socket to reuse
+        return True
 
 
 def _expire(waiter: asyncio.Future[Http1Connection]) -> None:
@@ -228,24 +200,18 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._origins: dict[tuple[bytes, bytes, int], _Origin] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._ssl: ssl.SSLContext | None = None
-        self._backend = httpcore.AnyIOBackend()
 
     def new_connection(self, origin: httpcore.Origin) -> Http1Connection:
         return Http1Connection(origin, self._open, self.keepalive_expiry)
 
     async def _open(self, origin: httpcore.Origin, timeout: float | None) -> PacedStream:
-        host = origin.host.decode("ascii")
-        stream = await self._backend.connect_tcp(host, origin.port, timeout=timeout)
+        context = None
         if origin.scheme == b"https":
             if self._ssl is None:
                 self._ssl = httpx.create_ssl_context()  # on first use: it reads the CA bundle
                 self._ssl.set_alpn_protocols(["http/1.1"])
-            try:
-                stream = await stream.start_tls(self._ssl, server_hostname=host, timeout=timeout)
-            except BaseException:
-                await stream.aclose()
-                raise
-        return PacedStream(stream)
+            context = self._ssl
+        return await open_stream(origin.host.decode("ascii"), origin.port, context, timeout)
 
     def close_later(self, connection: Http1Connection) -> None:
         task = asyncio.get_running_loop().create_task(connection.aclose())
