@@ -358,7 +358,9 @@ async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Option
                     out[row] = await row_thousand(server, opts, base)
             finally:
                 server.stop()
-        print(f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True)
+        print(
+            f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True
+        )
     return out
 
 
@@ -387,7 +389,9 @@ class Table:
         print(head)
         for row, figures in self.values.items():
             for name, per_label in figures.items():
-                medians = [statistics.median(per_label[label]) if label in per_label else None for label in labels]
+                medians = [
+                    statistics.median(per_label[label]) if label in per_label else None for label in labels
+                ]
                 cells = "".join(f" {m:>22.3f}" if m is not None else f" {'-':>22}" for m in medians)
                 ratio = ""
                 if len(labels) == 2 and medians[0] and medians[1] is not None:
@@ -412,7 +416,12 @@ async def main() -> None:
     if unknown:
         raise SystemExit(f"unknown rows: {', '.join(sorted(unknown))} (known: {', '.join(ROWS)})")
     opts = Options(
-        args.interval_ms, args.stream_turns, args.growth_turns, args.duration, args.concurrent_tokens, args.thousand
+        args.interval_ms,
+        args.stream_turns,
+        args.growth_turns,
+        args.duration,
+        args.concurrent_tokens,
+        args.thousand,
     )
     model = FakeModel(args.interval_ms)
     table = Table()
@@ -426,7 +435,8 @@ async def main() -> None:
                     table.add(build.label, await run_rows(build, model, rows, opts))
         finally:
             model.stop()
-        print(f"\n== hot path: fake model over HTTP, {args.interval_ms:g} ms between tokens, {os.cpu_count()} CPUs")
+        pace = f"{args.interval_ms:g} ms between tokens"
+        print(f"\n== hot path: fake model over HTTP, {pace}, {os.cpu_count()} CPUs")
         if args.rounds > 1:
             print(f"(medians of {args.rounds} interleaved rounds)")
         table.print([b.label for b in builds])

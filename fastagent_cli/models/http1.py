@@ -94,7 +94,12 @@ class Http1Connection:
     # --- one exchange ---------------------------------------------------------------------------
 
     async def request(
-        self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes, timeouts: dict[str, Any]
+        self,
+        method: bytes,
+        target: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        timeouts: dict[str, Any],
     ) -> Head:
         if self._state not in (_NEW, _IDLE):
             raise httpcore.ConnectionNotAvailable()
@@ -208,7 +213,9 @@ class Http1Connection:
                     if size - pos < 2:
                         break
                     if buf[pos : pos + 2] != b"\r\n":
-                        raise httpcore.RemoteProtocolError("malformed chunked body: a chunk does not end in CRLF")
+                        raise httpcore.RemoteProtocolError(
+                            "malformed chunked body: a chunk does not end in CRLF"
+                        )
                     pos += 2
                     state = _SIZE
                 else:  # _SIZE or _TRAILER: one line
@@ -239,7 +246,9 @@ class Http1Connection:
             buf = buf[pos:]
             data = await self._more()
             if not data:
-                raise httpcore.RemoteProtocolError("peer closed connection without sending complete message body")
+                raise httpcore.RemoteProtocolError(
+                    "peer closed connection without sending complete message body"
+                )
             buf = buf + data if buf else data
         self._finish()
 

@@ -103,7 +103,7 @@ class PacedStream:
             if not self._transport.is_closing():
                 self._transport.resume_reading()
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+    async def read(self, max_bytes: int, timeout_s: float | None = None) -> bytes:
         protocol = self._protocol
         if self._pace_s > 0:
             wait = self._last + self._pace_s - time.monotonic()
@@ -113,7 +113,7 @@ class PacedStream:
             if self._paused:
                 self._paused = False
                 self._transport.resume_reading()
-            await self._wait(protocol, timeout, httpcore.ReadTimeout)
+            await self._wait(protocol, timeout_s, httpcore.ReadTimeout)
         if not protocol.chunks:
             if protocol.error is not None:
                 raise httpcore.ReadError(str(protocol.error) or type(protocol.error).__name__)
@@ -130,20 +130,20 @@ class PacedStream:
             self._transport.pause_reading()
         return data
 
-    async def _wait(self, protocol: _Protocol, timeout: float | None, error: type[Exception]) -> None:
+    async def _wait(self, protocol: _Protocol, timeout_s: float | None, error: type[Exception]) -> None:
         loop = asyncio.get_running_loop()
         waiter = protocol.waiter = loop.create_future()
-        expiry = None if timeout is None else loop.call_later(timeout, _timed_out, waiter)
+        expiry = None if timeout_s is None else loop.call_later(timeout_s, _timed_out, waiter)
         try:
             await waiter
         except TimeoutError:
-            raise error(f"timed out after {timeout:g} s") from None
+            raise error(f"timed out after {timeout_s:g} s") from None
         finally:
             protocol.waiter = None
             if expiry is not None:
                 expiry.cancel()
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+    async def write(self, buffer: bytes, timeout_s: float | None = None) -> None:
         protocol = self._protocol
         if self._transport.is_closing() or protocol.error is not None:
             raise httpcore.WriteError("the connection is closed")
@@ -152,9 +152,9 @@ class PacedStream:
         if drained is None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(drained), timeout)
+            await asyncio.wait_for(asyncio.shield(drained), timeout_s)
         except TimeoutError:
-            raise httpcore.WriteTimeout(f"timed out after {timeout:g} s") from None
+            raise httpcore.WriteTimeout(f"timed out after {timeout_s:g} s") from None
         if protocol.error is not None:
             raise httpcore.WriteError(str(protocol.error) or "the connection was lost")
 
@@ -172,16 +172,16 @@ class PacedStream:
 
 
 async def open_stream(
-    host: str, port: int, ssl_context: ssl.SSLContext | None, timeout: float | None
+    host: str, port: int, ssl_context: ssl.SSLContext | None, timeout_s: float | None
 ) -> PacedStream:
     loop = asyncio.get_running_loop()
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(timeout_s):
             transport, protocol = await loop.create_connection(
                 _Protocol, host, port, ssl=ssl_context, server_hostname=host if ssl_context else None
             )
     except TimeoutError:
-        raise httpcore.ConnectTimeout(f"timed out after {timeout:g} s") from None
+        raise httpcore.ConnectTimeout(f"timed out after {timeout_s:g} s") from None
     except (OSError, ssl.SSLError) as exc:
         raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
     assert isinstance(transport, asyncio.Transport)

@@ -16,15 +16,16 @@ connection back is synchronous bookkeeping that runs in a ``finally`` (no ``awai
 a request cancelled at any moment can never leave its slot counted as busy: the promise of
 :mod:`~fastagent_cli.models.http_exchange`, kept by construction. A connection that comes back in an
 unknown state is closed in the background, never reused. Each connection is an
-:class:`~fastagent_cli.models.http1.Http1Connection` on httpcore's network streams (connect and
+:class:`~fastagent_cli.models.http1.Http1Connection` on an asyncio socket of our own (connect and
 TLS, timeouts); failures come out as the usual ``httpx`` exceptions.
 
-Each connection's socket is a :class:`~fastagent_cli.models.http_socket.PacedStream`: once a response's answer has started (its
-first delta went out, see :meth:`~fastagent_cli.models.http_exchange.StreamedResponse.answer_started`)
-the socket is read at most every ``pace_s``. Tokens that arrive meanwhile wait in the kernel and
-come out of the next read together, so the per-read costs (the loop wake-up, HTTP and SSE parsing, the hand-over to
-the turn, one SSE write to the client) are paid once per batch instead of once per token, while
-the first token is never held back.
+Each connection's socket is a :class:`~fastagent_cli.models.http_socket.PacedStream`: once a
+response's answer has started (its first delta went out, see
+:meth:`~fastagent_cli.models.http_exchange.StreamedResponse.answer_started`) the socket is read at
+most every ``pace_s``. Tokens that arrive meanwhile wait in the kernel and come out of the next read
+together, so the per-read costs (the loop wake-ups, HTTP and SSE parsing, the hand-over to the turn,
+one SSE write to the client) are paid once per batch instead of once per token, while the first
+token is never held back.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class _Origin:
         while idle and (len(idle) > self.transport.max_keepalive or _expired(idle[0])):
             self._drop(idle.popleft())
 
-    async def acquire(self, timeout: float | None) -> Http1Connection:
+    async def acquire(self, timeout_s: float | None) -> Http1Connection:
         self._sweep()
         while self.idle:
             connection = self.idle.pop()
@@ -110,7 +111,7 @@ class _Origin:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[Http1Connection] = loop.create_future()
         self.waiters.append(waiter)
-        expiry = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        expiry = None if timeout_s is None else loop.call_later(timeout_s, _expire, waiter)
         try:
             return await waiter
         except BaseException:
@@ -190,9 +191,7 @@ class _Body(httpx.AsyncByteStream):
 class PooledTransport(httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=PooledTransport(...))``: HTTP/1.1, a pool per origin."""
 
-    def __init__(
-        self, *, max_connections: int, max_keepalive: int, keepalive_expiry: float | None
-    ) -> None:
+    def __init__(self, *, max_connections: int, max_keepalive: int, keepalive_expiry: float | None) -> None:
         self.max_connections = max_connections
         self.max_keepalive = max_keepalive
         self.keepalive_expiry = keepalive_expiry
@@ -204,14 +203,14 @@ class PooledTransport(httpx.AsyncBaseTransport):
     def new_connection(self, origin: httpcore.Origin) -> Http1Connection:
         return Http1Connection(origin, self._open, self.keepalive_expiry)
 
-    async def _open(self, origin: httpcore.Origin, timeout: float | None) -> PacedStream:
+    async def _open(self, origin: httpcore.Origin, timeout_s: float | None) -> PacedStream:
         context = None
         if origin.scheme == b"https":
             if self._ssl is None:
                 self._ssl = httpx.create_ssl_context()  # on first use: it reads the CA bundle
                 self._ssl.set_alpn_protocols(["http/1.1"])
             context = self._ssl
-        return await open_stream(origin.host.decode("ascii"), origin.port, context, timeout)
+        return await open_stream(origin.host.decode("ascii"), origin.port, context, timeout_s)
 
     def close_later(self, connection: Http1Connection) -> None:
         task = asyncio.get_running_loop().create_task(connection.aclose())

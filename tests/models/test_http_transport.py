@@ -5,14 +5,19 @@ leaves nothing open."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+import resource
+import socket
+from collections.abc import AsyncIterator, Callable
 
+import httpcore
 import httpx
 import pytest
 from aiohttp import web
 
 from fastagent_cli.models.http_pool import PoolLimits, new_http_client
-from fastagent_cli.models.http_transport import PooledTransport
+from fastagent_cli.models.http_socket import readable
+from fastagent_cli.models.http_transport import PooledTransport, _Origin
 
 
 class Origin:
@@ -67,6 +72,14 @@ class Origin:
         return response
 
 
+async def eventually(condition: Callable[[], bool]) -> None:
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
 def pooled(**limits: float) -> httpx.AsyncClient:
     return new_http_client(PoolLimits(**limits))  # type: ignore[arg-type]
 
@@ -101,14 +114,16 @@ async def test_waiting_requests_are_served_in_arrival_order(origin: Origin) -> N
         tasks = []
         for name in "abcdef":
             tasks.append(asyncio.create_task(body(http, f"{origin.url}/hold/{name}")))
-            while len(origin.order) < min(2, len(tasks)) or (
-                len(tasks) > 2 and transport_of(http).connections()[origin.url][2] < len(tasks) - 2
-            ):
-                await asyncio.sleep(0.005)
+            queued = len(tasks) - 2
+            await eventually(
+                lambda: (
+                    len(origin.order) >= min(2, len(tasks))
+                    and (queued <= 0 or transport_of(http).connections()[origin.url][2] >= queued)
+                )
+            )
         assert transport_of(http).connections()[origin.url] == (2, 0, 4)
         for name in "abcdef":
-            while name not in origin.order:
-                await asyncio.sleep(0.005)
+            await eventually(lambda name=name: name in origin.order)
             origin.gate(name).set()
         assert [await t for t in tasks] == [b"first\nlast\n"] * 6
         assert origin.order == list("abcdef")
@@ -118,8 +133,7 @@ async def test_waiting_requests_are_served_in_arrival_order(origin: Origin) -> N
 async def test_pool_timeout_is_httpx_pool_timeout_and_frees_the_queue(origin: Origin) -> None:
     async with pooled(max_connections=1, pool_timeout_s=0.2) as http:
         holder = asyncio.create_task(body(http, f"{origin.url}/hold/h"))
-        while not origin.order:
-            await asyncio.sleep(0.005)
+        await eventually(lambda: bool(origin.order))
         with pytest.raises(httpx.PoolTimeout):
             await http.get(f"{origin.url}/fast")
         assert transport_of(http).connections()[origin.url] == (1, 0, 0)
@@ -131,8 +145,7 @@ async def test_pool_timeout_is_httpx_pool_timeout_and_frees_the_queue(origin: Or
 async def test_cancelled_waiters_and_readers_never_lose_a_slot(origin: Origin) -> None:
     async with pooled(max_connections=2) as http:
         holders = [asyncio.create_task(body(http, f"{origin.url}/hold/x{i}")) for i in range(2)]
-        while len(origin.order) < 2:
-            await asyncio.sleep(0.005)
+        await eventually(lambda: len(origin.order) >= 2)
         waiters = [asyncio.create_task(http.get(f"{origin.url}/fast")) for _ in range(5)]
         await asyncio.sleep(0.05)
         for task in waiters:
@@ -141,7 +154,9 @@ async def test_cancelled_waiters_and_readers_never_lose_a_slot(origin: Origin) -
         await asyncio.gather(*waiters, holders[0], return_exceptions=True)
         origin.gate("x1").set()
         assert await holders[1] == b"first\nlast\n"
-        results = await asyncio.wait_for(asyncio.gather(*(body(http, f"{origin.url}/fast") for _ in range(4))), 5)
+        results = await asyncio.wait_for(
+            asyncio.gather(*(body(http, f"{origin.url}/fast") for _ in range(4))), 5
+        )
         assert results == [b"ok"] * 4
         opened, _, waiting = transport_of(http).connections()[origin.url]
         assert opened <= 2 and waiting == 0
@@ -159,8 +174,7 @@ async def test_expired_idle_connections_are_closed_and_replaced(origin: Origin) 
 async def test_keepalive_limit_closes_the_surplus(origin: Origin) -> None:
     async with pooled(max_keepalive=1) as http:
         tasks = [asyncio.create_task(body(http, f"{origin.url}/hold/k{i}")) for i in range(3)]
-        while len(origin.order) < 3:
-            await asyncio.sleep(0.005)
+        await eventually(lambda: len(origin.order) >= 3)
         for i in range(3):
             origin.gate(f"k{i}").set()
         await asyncio.gather(*tasks)
@@ -170,8 +184,7 @@ async def test_keepalive_limit_closes_the_surplus(origin: Origin) -> None:
 async def test_close_fails_waiters_and_refuses_new_requests(origin: Origin) -> None:
     http = pooled(max_connections=1)
     holder = asyncio.create_task(body(http, f"{origin.url}/hold/c"))
-    while not origin.order:
-        await asyncio.sleep(0.005)
+    await eventually(lambda: bool(origin.order))
     waiter = asyncio.create_task(http.get(f"{origin.url}/fast"))
     await asyncio.sleep(0.02)
     await transport_of(http).aclose()
@@ -190,3 +203,64 @@ async def test_connect_errors_surface_as_httpx_errors_and_free_the_slot() -> Non
             with pytest.raises(httpx.ConnectError):
                 await http.get("http://127.0.0.1:9/")  # the discard port: nothing listens
         assert transport_of(http).connections()["http://127.0.0.1:9"] == (0, 0, 0)
+
+
+def free_descriptor_above(start: int) -> int:
+    for fd in range(start, start + 1000):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return fd
+    pytest.skip("no free descriptor number found")
+
+
+def test_readability_checks_work_above_descriptor_1023() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2100:
+        pytest.skip("the open-file limit is below 2100")
+    if soft != resource.RLIM_INFINITY and soft < 2100:
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (2100 if hard == resource.RLIM_INFINITY else min(hard, 4096), hard)
+        )
+    a, b = socket.socketpair()
+    high = os.dup2(a.fileno(), free_descriptor_above(1500))
+    try:
+        assert not readable(high)
+        b.send(b"x")
+        assert readable(high)  # select() would raise ValueError here
+    finally:
+        os.close(high)
+        a.close()
+        b.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class Unreadable:
+    """A connection whose state cannot even be checked."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_expired(self) -> bool:
+        raise ValueError("filedescriptor out of range in select()")
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_connection_that_fails_its_check_is_dropped_and_its_slot_freed() -> None:
+    transport = PooledTransport(max_connections=1, max_keepalive=1, keepalive_expiry=5.0)
+    origin = _Origin(transport, httpcore.Origin(b"http", b"127.0.0.1", 1))
+    origin.open = 1
+    connection = Unreadable()
+    origin.release(connection)  # type: ignore[arg-type]
+    assert origin.open == 0 and not origin.idle
+    await asyncio.sleep(0)
+    assert connection.closed
+    await transport.aclose()
