@@ -88,7 +88,7 @@ class HttpStreamClient:
         the ``with`` block, raises a classified ProviderError. Leaving the block (normally, by an
         error or by cancellation) closes the request."""
         # Encoded here, not by httpx: a lone surrogate in the conversation must not fail the turn.
-        payload = json_text(body).encode("utf-8")
+        payload = body if isinstance(body, bytes) else json_text(body).encode("utf-8")
         sent = {**headers, "content-type": "application/json"}
         request = self._http.build_request("POST", url, content=payload, headers=sent, timeout=self._timeout)
         exchange = self._start(request)

@@ -24,7 +24,7 @@ from fastagent_cli.models._wire import (
 )
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.http_errors import classify_status
-from fastagent_cli.models.openai_request import build_chat_request
+from fastagent_cli.models.openai_request import build_chat_request, encode_chat_request
 from fastagent_cli.models.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
@@ -218,7 +218,7 @@ class OpenAIChatClient(HttpStreamClient):
     """Streams chat completions; see :class:`~fastagent_cli.models.types.ModelClient`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
-        url, headers, body = build_chat_request(request)
+        url, headers, body = encode_chat_request(request)
         state = _ChatStream(request.model)
         async with self._post_stream(request.model.provider, url, headers, body) as response:
             content_type = response.headers.get("content-type", "")

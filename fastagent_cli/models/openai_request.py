@@ -4,14 +4,17 @@ flags from ``models.json``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, cast
 
+from fastagent_cli.contract import json_text
 from fastagent_cli.errors import ProviderError
-from fastagent_cli.models._wire import default_max_tokens, transform_messages, wire_arguments
+from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_same_model, wire_arguments
 from fastagent_cli.models.copilot import copilot_headers
-from fastagent_cli.models.types import ContentBlock, ModelRequest
+from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
 
-__all__ = ["OPENAI_BASE_URL", "build_chat_request"]
+__all__ = ["OPENAI_BASE_URL", "WIRE_CACHE", "build_chat_request", "encode_chat_request"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
@@ -45,60 +48,192 @@ def _tool_result_text(content: list[ContentBlock]) -> str:
     )
 
 
-def _convert_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    model, compat = request.model, request.model.compat
-    out: list[dict[str, Any]] = []
-    if request.system:
-        developer = model.reasoning and compat.get("supportsDeveloperRole", model.provider == "openai")
-        out.append({"role": "developer" if developer else "system", "content": request.system})
+def _tool_result(call_id: str, name: str, text: str, with_name: bool) -> dict[str, Any]:
+    result = {"role": "tool", "tool_call_id": call_id, "content": text}
+    if with_name:
+        result["name"] = name
+    return result
 
-    def normalize(value: str) -> str:
-        return value[:40] if model.provider == "openai" else value
 
-    previous = ""
-    for message in transform_messages(request.messages, model, normalize):
+class _Conversion:
+    """pi's message transform (:func:`~fastagent_cli.models._wire.transform_messages`) and the
+    chat-completions shapes in one pass over the conversation. With ``encode``, each message is
+    the JSON text of its wire form, taken from :data:`WIRE_CACHE` when this message object was
+    converted for this model before: a long conversation costs one lookup per message per turn,
+    not a new conversion and encoding of its whole history."""
+
+    def __init__(self, request: ModelRequest, encode: bool) -> None:
+        model, compat = request.model, request.model.compat
+        self.model = model
+        self.openai = model.provider == "openai"
+        self.with_name = bool(compat.get("requiresToolResultName"))
+        self.filler = bool(compat.get("requiresAssistantAfterToolResult"))
+        self.key = (model.provider, model.api, model.id, model.supports_images, self.with_name)
+        self.encode = encode
+        self.out: list[Any] = []
+        self.pending: dict[str, str] = {}
+        self.previous = ""
+
+    def normalize(self, value: str) -> str:
+        return value[:40] if self.openai else value
+
+    def add(self, wire: dict[str, Any]) -> None:
+        self.out.append(json_text(wire) if self.encode else wire)
+
+    def cached(self, message: Message) -> tuple[Any, tuple[tuple[str, str], ...]]:
+        """(wire form or None, tool calls (id, name)) of ``message``, converted once per model."""
+        if not self.encode:
+            return self.convert(message)
+        hit: tuple[str | None, tuple[tuple[str, str], ...]] | None = WIRE_CACHE.get(message, self.key)
+        if hit is None:
+            wire, calls = self.convert(message)
+            hit = (None if wire is None else json_text(wire), calls)
+            WIRE_CACHE.put(message, self.key, hit)
+        return hit
+
+    def convert(self, message: Message) -> tuple[dict[str, Any] | None, tuple[tuple[str, str], ...]]:
         if message["role"] == "user":
-            if previous == "toolResult" and compat.get("requiresAssistantAfterToolResult"):
-                out.append({"role": "assistant", "content": "I have processed the tool results."})
-            out.append({"role": "user", "content": _user_content(message["content"], model.supports_images)})
-        elif message["role"] == "assistant":
-            text = "\n\n".join(b["text"] for b in message["content"] if b["type"] == "text" and b["text"])
-            calls = [
-                {
-                    "id": b["id"],
-                    "type": "function",
-                    "function": {"name": b["name"], "arguments": wire_arguments(b["arguments"])},
-                }
-                for b in message["content"]
-                if b["type"] == "toolCall"
-            ]
-            if not text and not calls:
-                continue
-            # content must be a string: llama-cpp-python answers 500 to ``content: null``.
-            wire: dict[str, Any] = {"role": "assistant", "content": text}
-            if calls:
-                wire["tool_calls"] = calls
-            out.append(wire)
-        else:
-            result = {
-                "role": "tool",
-                "tool_call_id": message["toolCallId"],
-                "content": _tool_result_text(message["content"]),
-            }
-            if compat.get("requiresToolResultName"):
-                result["name"] = message["toolName"]
-            out.append(result)
-        previous = message["role"]
-    return out
+            content = _user_content(message["content"], self.model.supports_images)
+            return {"role": "user", "content": content}, ()
+        if message["role"] == "toolResult":
+            call_id = self.normalize(message["toolCallId"])
+            text = _tool_result_text(message["content"])
+            return _tool_result(call_id, message["toolName"], text, self.with_name), ()
+        same = is_same_model(message, self.model)
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for block in message["content"]:
+            if block["type"] == "text":
+                if block["text"]:
+                    texts.append(block["text"])
+            elif block["type"] == "thinking":
+                if not same and block["thinking"].strip():  # another model's thinking: text
+                    texts.append(block["thinking"])
+            elif block["type"] == "toolCall":
+                function = {"name": block["name"], "arguments": wire_arguments(block["arguments"])}
+                calls.append({"id": self.normalize(block["id"]), "type": "function", "function": function})
+        if not texts and not calls:
+            return None, ()
+        # content must be a string: llama-cpp-python answers 500 to ``content: null``.
+        wire: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(texts)}
+        if calls:
+            wire["tool_calls"] = calls
+        return wire, tuple((c["id"], c["function"]["name"]) for c in calls)
+
+    def flush_pending(self) -> None:
+        """Every tool call still unanswered gets an error result before the conversation goes on."""
+        for call_id, name in self.pending.items():
+            self.add(_tool_result(call_id, name, NO_RESULT_TEXT, self.with_name))
+            self.previous = "toolResult"
+        self.pending.clear()
+
+    def run(self, messages: Sequence[Message]) -> list[Any]:
+        for message in messages:
+            role = message["role"]
+            if role == "assistant":
+                if message.get("stopReason") in ("error", "aborted"):
+                    continue  # a failed turn is not sent back
+                self.flush_pending()
+                wire, calls = self.cached(message)
+                self.pending.update(calls)
+                if wire is None:
+                    continue
+            elif role == "toolResult":
+                self.pending.pop(self.normalize(cast(ToolResultMessage, message)["toolCallId"]), None)
+                wire, _ = self.cached(message)
+            else:
+                self.flush_pending()
+                if self.previous == "toolResult" and self.filler:
+                    self.add({"role": "assistant", "content": "I have processed the tool results."})
+                wire, _ = self.cached(message)
+            self.out.append(wire)
+            self.previous = role
+        return self.out
+
+
+class WireCache:
+    """Encoded wire messages by message object (the object is kept and compared, so an id is never
+    mistaken for another message's), least recently used first out beyond ``max_chars``."""
+
+    def __init__(self, max_chars: int = 16 << 20) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self._items: OrderedDict[int, tuple[Message, tuple[Any, ...], Any, int]] = OrderedDict()
+
+    def get(self, message: Message, key: tuple[Any, ...]) -> Any:
+        item = self._items.get(id(message))
+        if item is None or item[0] is not message or item[1] != key:
+            return None
+        self._items.move_to_end(id(message))
+        return item[2]
+
+    def put(self, message: Message, key: tuple[Any, ...], value: tuple[str | None, Any]) -> None:
+        size = len(value[0] or "") + 64
+        old = self._items.pop(id(message), None)
+        if old is not None:
+            self.chars -= old[3]
+        self._items[id(message)] = (message, key, value, size)
+        self.chars += size
+        while self.chars > self.max_chars and self._items:
+            _, evicted = self._items.popitem(last=False)
+            self.chars -= evicted[3]
+
+
+WIRE_CACHE = WireCache()
+
+
+def _system_message(request: ModelRequest) -> dict[str, Any] | None:
+    model = request.model
+    if not request.system:
+        return None
+    developer = model.reasoning and model.compat.get("supportsDeveloperRole", model.provider == "openai")
+    return {"role": "developer" if developer else "system", "content": request.system}
+
+
+def _convert_messages(request: ModelRequest, encode: bool = False) -> list[Any]:
+    conversion = _Conversion(request, encode)
+    system = _system_message(request)
+    if system is not None:
+        conversion.add(system)
+    return conversion.run(request.messages)
 
 
 def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The URL, headers and JSON body of a streaming chat-completions request."""
-    model, compat = request.model, request.model.compat
+    url, headers = _target(request)
+    body: dict[str, Any] = {"model": request.model.id, "messages": _convert_messages(request), "stream": True}
+    _fill_body(body, request)
+    return url, headers, body
+
+
+def encode_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+    """:func:`build_chat_request` with the body already encoded (the same JSON text, key for
+    key), each message's text reused from earlier turns (:class:`WireCache`)."""
+    url, headers = _target(request)
+    body: dict[str, Any] = {"model": request.model.id, "messages": None, "stream": True}
+    _fill_body(body, request)
+    del body["messages"]
+    head = json_text({"model": body.pop("model")})
+    messages = ",".join(_convert_messages(request, encode=True))
+    return url, headers, f'{head[:-1]},"messages":[{messages}],{json_text(body)[1:]}'.encode()
+
+
+def _target(request: ModelRequest) -> tuple[str, dict[str, str]]:
+    model = request.model
     base = model.base_url or (OPENAI_BASE_URL if model.provider == "openai" else "")
     if not base:
         raise ProviderError(f"{model.provider}: model {model.spec} has no base URL")
-    body: dict[str, Any] = {"model": model.id, "messages": _convert_messages(request), "stream": True}
+    headers = {"Accept": "text/event-stream"}
+    if request.api_key:
+        headers["Authorization"] = f"Bearer {request.api_key}"
+    headers.update(model.headers)
+    headers.update(copilot_headers(request))
+    return f"{base.rstrip('/')}/chat/completions", headers
+
+
+def _fill_body(body: dict[str, Any], request: ModelRequest) -> None:
+    """Everything of the body after ``model``, ``messages`` and ``stream``."""
+    model, compat = request.model, request.model.compat
     if compat.get("supportsUsageInStreaming", True) is not False:
         body["stream_options"] = {"include_usage": True}
     max_field = compat.get("maxTokensField") or (
@@ -123,9 +258,3 @@ def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict
         elif enabled and compat.get("supportsReasoningEffort", True) is not False:
             efforts = {**_EFFORT, **dict(compat.get("reasoningEffortMap") or {})}
             body["reasoning_effort"] = efforts.get(request.thinking, request.thinking)
-    headers = {"Accept": "text/event-stream"}
-    if request.api_key:
-        headers["Authorization"] = f"Bearer {request.api_key}"
-    headers.update(model.headers)
-    headers.update(copilot_headers(request))
-    return f"{base.rstrip('/')}/chat/completions", headers, body
