@@ -22,7 +22,7 @@ move, moves the leaf to the entry it names when the record is read; it is no pos
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -203,16 +203,20 @@ class SessionRecord:
 
     def path(self, leaf_id: str | None = None) -> list[Entry]:
         """The entries from the root to the leaf, in order."""
-        out: list[Entry] = []
+        out = list(self.ancestors(leaf_id))
+        out.reverse()
+        return out
+
+    def ancestors(self, leaf_id: str | None = None) -> Iterator[Entry]:
+        """The entries from the leaf up to the root (lazily: a caller that stops early walks
+        only what it needs)."""
         seen: set[str] = set()
         current = self.by_id.get(leaf_id or self.leaf_id or "")
         while current is not None and current["id"] not in seen:
             seen.add(current["id"])
-            out.append(current)
+            yield current
             parent = current.get("parentId")
             current = self.by_id.get(parent) if isinstance(parent, str) else None
-        out.reverse()
-        return out
 
     def context(self, leaf_id: str | None = None) -> SessionContext:
         """What the next request carries from the active path (or the path to ``leaf_id``)."""
@@ -254,7 +258,7 @@ class SessionRecord:
     def dangling_tool_calls(self) -> list[tuple[str, str]]:
         """Tool calls of the leaf's assistant message that have no result yet."""
         answered: set[str] = set()
-        for entry in reversed(self.path()):
+        for entry in self.ancestors():  # from the leaf back: it stops at the first assistant
             if entry["type"] != "message":
                 continue
             message = entry["message"]

@@ -258,6 +258,7 @@ class FileSessionStore:
         self._parsed = ParsedFiles()
         self.files = RecordFiles(self.directory, self.cwd, self.try_lease)
         self._index = SessionIndex(self.files.directory, persist=True)
+        self._creating: dict[str, asyncio.Future[tuple[Path, bool]]] = {}
 
     async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
         record = await self.open_if_exists(session)
@@ -270,17 +271,32 @@ class FileSessionStore:
                 entries = inherited_entries(parent, inherit)
         header = new_header(session, self.cwd, inherit.parent_session if inherit else None)
         body = "".join(dumps_line(entry) + "\n" for entry in entries).encode("utf-8")
-        # Off the loop: the publish ends in an fsync, which a busy disk makes slow, and a
-        # thousand sessions starting at once would otherwise queue every turn behind them. The
-        # thread runs to the end even when the turn is cancelled meanwhile, so a cancelled turn
-        # still leaves the record it created.
-        path, _ = await asyncio.to_thread(self.files.publish, session, header, body)
+        path = await self._create(session, header, body)
         record = await self.open_if_exists(session)
         if record is None:
             raise SessionError(
                 f"session record {path} vanished while it was being opened", retryable=True, path=str(path)
             )
         return record
+
+    async def _create(self, session: str, header: dict[str, Any], body: bytes) -> Path:
+        """Publish a new record off the loop (it ends in an fsync, which a busy disk makes slow,
+        and a thousand sessions starting at once would otherwise queue every turn behind them).
+        The publish runs to the end even when the turn that started it is cancelled, so a
+        cancelled turn still leaves the record it created; until it is in place, readers in this
+        process wait for it instead of finding nothing."""
+        creating = self._creating.get(session)
+        if creating is None:
+            creating = asyncio.ensure_future(asyncio.to_thread(self.files.publish, session, header, body))
+            self._creating[session] = creating
+            creating.add_done_callback(lambda done: self._created(session, done))
+        path, _ = await asyncio.shield(creating)
+        return path
+
+    def _created(self, session: str, done: asyncio.Future[tuple[Path, bool]]) -> None:
+        self._creating.pop(session, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: a creator cancelled meanwhile leaves no loop warning
 
     async def open_if_exists(self, session: str) -> SessionRecord | None:
         found = await self._load(session)
@@ -297,6 +313,9 @@ class FileSessionStore:
 
     async def _load(self, session: str) -> tuple[Path, list[dict[str, Any]]] | None:
         """The record's file and lines; ``None`` when there is no record."""
+        creating = self._creating.get(session)
+        if creating is not None:  # being published off the loop: wait (never cancels it)
+            await asyncio.wait({creating})
         for _ in range(2):  # a record deleted since it was indexed: look once more
             path = self.files.find(session)
             if path is None:

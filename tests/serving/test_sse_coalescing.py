@@ -56,7 +56,7 @@ async def test_events_emitted_together_leave_in_one_write_whole_and_in_order() -
         [*TRICKY, Completed({"n": 1})],
     ]
     response = Recorder()
-    await sse._Reader(response, bursts(groups)).run()  # type: ignore[arg-type]
+    await sse._Reader(response, bursts(groups), event_to_wire).run()  # type: ignore[arg-type]
     assert response.writes == [wire(group) for group in groups]
     for write in response.writes:  # every write is whole messages: nothing split, nothing merged
         messages = write.decode().split("\n\n")
@@ -117,7 +117,7 @@ async def test_a_client_that_does_not_read_stops_the_pulling() -> None:
 
     response = Recorder()
     response.hold = asyncio.Event()  # the first write never finishes: the client is stuck
-    task = asyncio.create_task(sse._Reader(response, endless()).run())  # type: ignore[arg-type]
+    task = asyncio.create_task(sse._Reader(response, endless(), event_to_wire).run())  # type: ignore[arg-type]
     await asyncio.sleep(0.2)
     assert len(response.writes) == 1
     assert pulled * len(big) <= 2 * sse.MAX_QUEUED_BYTES + 2 * len(big)
@@ -140,7 +140,7 @@ async def test_a_failed_write_ends_the_relay_and_closes_the_agent_stream() -> No
         async def write(self, data: bytes) -> None:
             raise ConnectionResetError("client went away")
 
-    task = asyncio.create_task(sse._Reader(Broken(), quiet()).run())  # type: ignore[arg-type]
+    task = asyncio.create_task(sse._Reader(Broken(), quiet(), event_to_wire).run())  # type: ignore[arg-type]
     done, _ = await asyncio.wait({task}, timeout=5)
     assert done and isinstance(task.exception(), ConnectionResetError)
     assert closed.is_set()
