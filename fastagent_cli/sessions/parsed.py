@@ -7,6 +7,9 @@ process are seen at once, and a replaced or shortened file is parsed again from 
 the most recently used files are kept, within ``max_bytes`` of JSONL (parsed lines take a few times
 that in memory); a file larger than the budget is simply parsed whole each time.
 
+A caller can :meth:`~ParsedFiles.attach` what it derived from a file's lines (the session
+store keeps the record index and context it built), so that it shares their lifetime.
+
 A complete line that is not a JSON object (a corrupt *middle* line: a torn last line is never
 read before it is finished) is skipped with a warning naming the file and the line; the record
 chains the entries after it to the ones before (see :class:`~.record.SessionRecord`).
@@ -36,6 +39,7 @@ class _Parsed:
     offset: int = 0
     line_count: int = 0
     lines: list[dict[str, Any]] = field(default_factory=list)
+    attached: Any = None
 
 
 class ParsedFiles:
@@ -87,6 +91,20 @@ class ParsedFiles:
                 _, evicted = self._items.popitem(last=False)
                 self._bytes -= evicted.offset
             return list(cached.lines)
+
+    def attach(self, path: Path, value: Any) -> None:
+        """Keep ``value`` with the file's cached lines: it goes when they go (evicted, or the
+        file replaced and parsed anew)."""
+        with self._lock:
+            cached = self._items.get(path)
+            if cached is not None:
+                cached.attached = value
+
+    def attached(self, path: Path) -> Any:
+        """What :meth:`attach` left with the file's cached lines (``None`` when nothing)."""
+        with self._lock:
+            cached = self._items.get(path)
+            return None if cached is None else cached.attached
 
     def forget(self, path: Path) -> None:
         with self._lock:

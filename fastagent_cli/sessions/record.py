@@ -52,6 +52,9 @@ INTERRUPTED_TOOL_TEXT = (
     "This tool call did not complete and its result is unavailable. Re-run it if the result is still needed."
 )
 
+_ADVANCE_LIMIT = 256
+"""Entries a remembered context is moved down by at most; beyond that it is rebuilt."""
+
 Entry = dict[str, Any]
 Sink = Callable[[Sequence[Entry]], None]
 
@@ -104,6 +107,11 @@ class SessionRecord:
         self.by_id: dict[str, Entry] = {}
         self.leaf_id: str | None = None
         self._sink = sink
+        self._context: tuple[str | None, SessionContext] | None = None
+        self.extend(entries)
+
+    def extend(self, entries: Iterable[Entry]) -> None:
+        """Index entries that follow the ones this record holds (as read from its file)."""
         for entry in entries:
             entry_id = entry.get("id")
             if isinstance(entry_id, str):
@@ -113,6 +121,16 @@ class SessionRecord:
                 self.entries.append(entry)
                 self.by_id[entry_id] = entry
                 self.leaf_id = self._leaf_after(entry)
+
+    def continued(self, sink: Sink | None = None) -> SessionRecord:
+        """A record over the same entries with its own index, leaf and ``sink``, so a turn can
+        write to it while this one stays as read (the entry objects are shared: nothing changes
+        an entry once it exists). Costs a copy of the index, not a rebuild."""
+        copy = SessionRecord.__new__(SessionRecord)
+        copy.session, copy.header = self.session, self.header
+        copy.entries, copy.by_id = list(self.entries), dict(self.by_id)
+        copy.leaf_id, copy._sink, copy._context = self.leaf_id, sink, self._context
+        return copy
 
     def _leaf_after(self, entry: Entry) -> str | None:
         if is_leaf_marker(entry):
@@ -219,7 +237,46 @@ class SessionRecord:
             current = self.by_id.get(parent) if isinstance(parent, str) else None
 
     def context(self, leaf_id: str | None = None) -> SessionContext:
-        """What the next request carries from the active path (or the path to ``leaf_id``)."""
+        """What the next request carries from the active path (or the path to ``leaf_id``).
+
+        The active path's context is remembered: when the leaf has only moved down since (new
+        entries appended, no compaction among them), the next call adds just those entries, so a
+        long conversation does not cost a walk of its whole history on every turn."""
+        if leaf_id is not None and leaf_id != self.leaf_id:
+            return self._full_context(leaf_id)
+        ctx = self._advanced_context()
+        if ctx is None:
+            ctx = self._full_context(None)
+        self._context = (self.leaf_id, ctx)
+        return SessionContext(list(ctx.messages), ctx.model, ctx.thinking_level, list(ctx.activated_tools))
+
+    def _advanced_context(self) -> SessionContext | None:
+        """The remembered context moved down to the current leaf; ``None`` when it cannot be."""
+        if self._context is None:
+            return None
+        known_leaf, known = self._context
+        if known_leaf == self.leaf_id:
+            return known
+        added: list[Entry] = []
+        for entry in self.ancestors():
+            if entry["id"] == known_leaf:
+                break
+            if entry["type"] == "compaction" or len(added) >= _ADVANCE_LIMIT:
+                return None
+            added.append(entry)
+        else:
+            return None  # the leaf moved to another branch
+        ctx = SessionContext(
+            list(known.messages), known.model, known.thinking_level, list(known.activated_tools)
+        )
+        for entry in reversed(added):
+            _apply_settings(ctx, entry)
+            message = entry_message(entry)
+            if message is not None:
+                ctx.messages.append(message)
+        return ctx
+
+    def _full_context(self, leaf_id: str | None) -> SessionContext:
         path = self.path(leaf_id)
         ctx = SessionContext(messages=[])
         start = -1
@@ -235,14 +292,7 @@ class SessionRecord:
         else:
             visible = path
         for entry in path:
-            kind = entry["type"]
-            if kind == "model_change":
-                ctx.model = (str(entry.get("provider", "")), str(entry.get("modelId", "")))
-            elif kind == "thinking_level_change":
-                ctx.thinking_level = entry.get("thinkingLevel")
-            elif kind == "custom" and entry.get("customType") == TOOL_ACTIVATION_TYPE:
-                names = (entry.get("data") or {}).get("names") or []
-                ctx.activated_tools.extend(n for n in names if isinstance(n, str))
+            _apply_settings(ctx, entry)
         for entry in visible:
             message = entry_message(entry)
             if message is not None:
@@ -303,6 +353,18 @@ COMPACTION_SUMMARY_PREFIX = (
 def _summary_message(summary: str, entry: Entry) -> Message:
     text = f"{COMPACTION_SUMMARY_PREFIX}<summary>\n{summary}\n</summary>"
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
+
+
+def _apply_settings(ctx: SessionContext, entry: Entry) -> None:
+    """What an entry on the path changes in the session's settings."""
+    kind = entry["type"]
+    if kind == "model_change":
+        ctx.model = (str(entry.get("provider", "")), str(entry.get("modelId", "")))
+    elif kind == "thinking_level_change":
+        ctx.thinking_level = entry.get("thinkingLevel")
+    elif kind == "custom" and entry.get("customType") == TOOL_ACTIVATION_TYPE:
+        names = (entry.get("data") or {}).get("names") or []
+        ctx.activated_tools.extend(n for n in names if isinstance(n, str))
 
 
 def entry_message(entry: Entry) -> Message | None:

@@ -303,13 +303,13 @@ class FileSessionStore:
         if found is None:
             return None
         path, lines = found
-        record = SessionRecord(session, lines[0], lines[1:], sink=lambda e: _append(path, e))
+        record = self._indexed(session, path, lines).continued(sink=lambda e: _append(path, e))
         record.reconcile()
         return record
 
     async def read(self, session: str) -> SessionRecord | None:
         found = await self._load(session)
-        return None if found is None else SessionRecord(session, found[1][0], found[1][1:])
+        return None if found is None else self._indexed(session, *found).continued()
 
     async def _load(self, session: str) -> tuple[Path, list[dict[str, Any]]] | None:
         """The record's file and lines; ``None`` when there is no record."""
@@ -325,6 +325,26 @@ class FileSessionStore:
                 return path, lines
             self.files.forget(path)
         return None
+
+    def _indexed(self, session: str, path: Path, lines: list[dict[str, Any]]) -> SessionRecord:
+        """The record as read (never written to; callers get a :meth:`~SessionRecord.continued`
+        copy), kept with the file's parsed lines and moved forward by the lines appended since,
+        with its context: a turn's cost does not grow with the conversation's length."""
+        kept = self._parsed.attached(path)
+        if (
+            isinstance(kept, _Indexed)
+            and kept.record.session == session
+            and lines[0] is kept.record.header
+            and len(lines) >= kept.count
+            and lines[kept.count - 1] is kept.last
+        ):
+            kept.record.extend(lines[kept.count :])
+        else:
+            kept = _Indexed(SessionRecord(session, lines[0], lines[1:]))
+        kept.count, kept.last = len(lines), lines[-1]
+        kept.record.context()  # remembered: the next turn's context starts from it
+        self._parsed.attach(path, kept)
+        return kept.record
 
     async def _lines(self, path: Path) -> list[dict[str, Any]] | None:
         """The record's lines, header first; ``None`` when the file is gone."""
@@ -409,6 +429,15 @@ class FileSessionStore:
     def sessions(self) -> list[Path]:
         """Every record file of the workspace (for listings; per-turn paths never call this)."""
         return self.files.paths()
+
+
+class _Indexed:
+    """A file's record index: built from its first ``count`` lines, the last one being ``last``."""
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.record = record
+        self.count = 0
+        self.last: object = None
 
 
 def _append(path: Path, entries: Sequence[dict[str, Any]]) -> None:
