@@ -22,6 +22,9 @@ Rows (the issue's table):
   (goal <= 2) and CPU per turn.
 * ``thousand``: 1 000 sessions start one turn each at once; done within 60 s, errors, wall time,
   CPU per turn and its ratio to the ``latency`` row's (goal: all done, no error, within 1.5x).
+* ``startup`` (start-up must not regress): ``--version`` and ``invoke`` on the scripted model
+  (wall ms, median of ``--starts``; invoke's peak RSS), ``start`` from spawn to ``/health``
+  answering 200 and its RSS once idle.
 
 ``--compare REF`` extracts ``REF`` (default ``main``) with ``git archive`` into a temporary
 directory and runs that build and this checkout alternately (interleaved, ``--rounds`` times, the
@@ -82,11 +85,19 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
-def peak_rss_mb(pid: int) -> float:
+def _status_mb(pid: int, key: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(key):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_rss_mb(pid: int) -> float:
+    return _status_mb(pid, "VmHWM:")
+
+
+def rss_mb(pid: int) -> float:
+    return _status_mb(pid, "VmRSS:")
 
 
 class FakeModel:
@@ -216,6 +227,7 @@ class Options:
     duration: float
     concurrent_tokens: int
     thousand: int
+    starts: int
 
 
 async def row_stream(server: Server, opts: Options) -> Figures:
@@ -334,15 +346,72 @@ async def row_thousand(server: Server, opts: Options, per_turn_100: float | None
     return figures
 
 
+def run_cli(build: Build, args: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall ms, peak RSS MB) of one ``python -m fastagent_cli`` run of ``build``."""
+    env = dict(os.environ, PYTHONPATH=str(build.path))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fastagent_cli", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = (time.perf_counter() - started) * 1000
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"fastagent {' '.join(args)} exited with {process.returncode}")
+    return wall, usage.ru_maxrss / 1024
+
+
+async def row_startup(build: Build, model: FakeModel, root: Path, starts: int) -> Figures:
+    scripted = root / "scripted"
+    scripted.mkdir()
+    (scripted / "fastagent.toml").write_text('model = "scripted/echo"\n')
+    run_cli(build, ["invoke", "warm", str(scripted)], root)  # the bytecode cache of this build
+    version = [run_cli(build, ["--version"], root)[0] for _ in range(starts)]
+    invokes = [run_cli(build, ["invoke", "hello", str(scripted)], root) for _ in range(starts)]
+    agent = make_agent(root / "served", model.port)
+    readies, idle = [], []
+    for _ in range(starts):
+        started = time.perf_counter()
+        server = Server(build, agent)
+        try:
+            await server.ready()
+            readies.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.5)
+            idle.append(rss_mb(server.pid))
+        finally:
+            server.stop()
+    return {
+        "--version ms": statistics.median(version),
+        "invoke ms (scripted)": statistics.median(w for w, _ in invokes),
+        "invoke peak RSS MB": max(r for _, r in invokes),
+        "start: ready ms": statistics.median(readies),
+        "start: idle RSS MB": statistics.median(idle),
+    }
+
+
 # --------------------------------------------------------------------------- running
 
 
-ROWS = ("stream", "growth", "latency", "thousand")
+ROWS = ("startup", "stream", "growth", "latency", "thousand")
 
 
 async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Options) -> dict[str, Figures]:
     out: dict[str, Figures] = {}
     for row in rows:
+        if row == "startup":
+            with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
+                out[row] = await row_startup(build, model, Path(tmp), opts.starts)
+            print(
+                f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()),
+                flush=True,
+            )
+            continue
         with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
             server = Server(build, make_agent(Path(tmp), model.port))
             try:
@@ -410,6 +479,7 @@ async def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--concurrent-tokens", type=int, default=50)
     parser.add_argument("--thousand", type=int, default=1000)
+    parser.add_argument("--starts", type=int, default=7)
     args = parser.parse_args()
     rows = [r for r in args.rows.split(",") if r]
     unknown = set(rows) - set(ROWS)
@@ -422,6 +492,7 @@ async def main() -> None:
         args.duration,
         args.concurrent_tokens,
         args.thousand,
+        args.starts,
     )
     model = FakeModel(args.interval_ms)
     table = Table()
