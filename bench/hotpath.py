@@ -134,19 +134,29 @@ def make_agent(root: Path, model_port: int) -> Path:
 
 
 class Server:
+    """``fastagent start`` of ``build``; its log (warnings and errors) goes to ``log``."""
+
     def __init__(self, build: Build, agent: Path) -> None:
         self.port = free_port()
         env = dict(os.environ, FASTAGENT_LOG_LEVEL="warn", PYTHONPATH=str(build.path))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [sys.executable, "-m", "fastagent_cli", "start", str(agent), "--port", str(self.port)]
-        self.process = subprocess.Popen(
-            [*command, "--bind", "127.0.0.1"],
-            env=env,
-            cwd=agent.parent,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-        )
+        self.log = agent.parent / "server.log"
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [*command, "--bind", "127.0.0.1"],
+                env=env,
+                cwd=agent.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         self.url = f"http://127.0.0.1:{self.port}/invoke"
+
+    def warnings(self) -> int:
+        """Warning and error lines the server logged (tracebacks count once)."""
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        return sum(1 for line in lines if line.startswith(("WARN", "ERROR", "Traceback")))
 
     @property
     def pid(self) -> int:
@@ -389,7 +399,7 @@ async def row_startup(build: Build, model: FakeModel, root: Path, starts: int) -
     return {
         "--version ms": statistics.median(version),
         "invoke ms (scripted)": statistics.median(w for w, _ in invokes),
-        "invoke peak RSS MB": max(r for _, r in invokes),
+        "invoke peak RSS MB": statistics.median(r for _, r in invokes),
         "start: ready ms": statistics.median(readies),
         "start: idle RSS MB": statistics.median(idle),
     }
@@ -427,6 +437,7 @@ async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Option
                     out[row] = await row_thousand(server, opts, base)
             finally:
                 server.stop()
+            out[row]["server log warnings"] = float(server.warnings())
         print(
             f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True
         )

@@ -1,7 +1,7 @@
 """The model HTTP connection pool: every limit and timeout of the wire clients' ``httpx`` client,
 in one place so they can be tuned together.
 
-* ``max_connections``: model requests in flight at once per API shape (one streaming request
+* ``max_connections``: model requests in flight at once per provider origin (one streaming request
   holds one HTTP/1.1 connection for its whole answer). A request beyond it waits for a free
   connection for at most ``pool_timeout_s``, then fails as a *retryable* provider error (the turn
   retries with backoff and ends ``failed{retryable: true}``), and the pool being full is logged;
@@ -10,7 +10,11 @@ in one place so they can be tuned together.
   them (no TCP/TLS handshake per turn).
 * ``coalesce_s``: once an answer's first delta is out, its stream is read at most this often;
   what arrives meanwhile is handled as one batch (and leaves as one SSE write to the client).
-  20 ms: far below what a reader notices, several tokens per read at fast models' speeds.
+  50 ms, 20 updates a second: smooth to a reader, and several tokens per read at the speed of
+  fast models. Per-read costs (a loop wake-up, the hand-overs between the model's reader, the
+  turn and the client's writer, a socket write) dominate a token's cost, so this is the knob
+  that sets CPU per token; ``0`` reads every token as it comes. The first delta of an answer is
+  never held back, and an answer that is only tool calls is never paced.
 * ``connect_timeout_s`` bounds opening a connection; ``read_timeout_s`` bounds every wait for
   bytes of an answer (a model that goes silent that long is treated as gone).
 
