@@ -356,25 +356,28 @@ async def row_thousand(server: Server, opts: Options, per_turn_100: float | None
     return figures
 
 
+_MEASURE = (
+    "import os, subprocess, sys, time\n"
+    "started = time.perf_counter()\n"
+    "child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+    " stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print((time.perf_counter() - started) * 1000, usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n"
+)
+"""Runs a command from a small parent: a child forked from this (by then large) bench process
+would report the bench's memory as its own peak RSS."""
+
+
 def run_cli(build: Build, args: list[str], cwd: Path) -> tuple[float, float]:
     """(wall ms, peak RSS MB) of one ``python -m fastagent_cli`` run of ``build``."""
     env = dict(os.environ, PYTHONPATH=str(build.path))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fastagent_cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = (time.perf_counter() - started) * 1000
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"fastagent {' '.join(args)} exited with {process.returncode}")
-    return wall, usage.ru_maxrss / 1024
+    command = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "fastagent_cli", *args]
+    out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    wall, rss_kb, code = out.split()
+    if code != "0":
+        raise SystemExit(f"fastagent {' '.join(args)} exited with {code}")
+    return float(wall), int(rss_kb) / 1024
 
 
 async def row_startup(build: Build, model: FakeModel, root: Path, starts: int) -> Figures:
