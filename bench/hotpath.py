@@ -198,21 +198,22 @@ class Turn:
 
 
 async def turn(http: aiohttp.ClientSession, url: str, session: str, text: str) -> Turn:
+    """One turn, read as the bytes come (the client's own CPU stays small: it shares the machine)."""
     started = time.perf_counter()
     first: float | None = None
-    last = b""
+    tail = b""
     try:
         async with http.post(url, json={"session": session, "text": text}) as response:
             if response.status != 200:
                 return Turn(False, time.perf_counter() - started, error=f"HTTP {response.status}")
-            async for line in response.content:
-                if line.startswith(b"data: "):
-                    if first is None and b'"type":"text"' in line.replace(b" ", b""):
-                        first = time.perf_counter() - started
-                    last = line
+            async for chunk in response.content.iter_any():
+                if first is None and b'"type":"text"' in chunk:
+                    first = time.perf_counter() - started
+                tail = (tail + chunk)[-400:]
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         return Turn(False, time.perf_counter() - started, error=type(exc).__name__)
-    ok = b'"completed"' in last
+    last = tail.rstrip(b"\n").rpartition(b"\n\n")[2]
+    ok = last.startswith(b"data: ") and b'"type":"completed"' in last
     error = "" if ok else (last.decode(errors="replace").strip()[:200] or "no terminal event")
     return Turn(ok, time.perf_counter() - started, first, error)
 
@@ -380,31 +381,34 @@ def run_cli(build: Build, args: list[str], cwd: Path) -> tuple[float, float]:
     return float(wall), int(rss_kb) / 1024
 
 
-async def row_startup(build: Build, model: FakeModel, root: Path, starts: int) -> Figures:
+async def row_startup(builds: list[Build], model: FakeModel, root: Path, starts: int) -> dict[str, Figures]:
+    """Start-up figures per build; with several builds each sample alternates between them (start-up
+    times swing with the machine's load from one minute to the next)."""
     scripted = root / "scripted"
     scripted.mkdir()
     (scripted / "fastagent.toml").write_text('model = "scripted/echo"\n')
-    run_cli(build, ["invoke", "warm", str(scripted)], root)  # the bytecode cache of this build
-    version = [run_cli(build, ["--version"], root)[0] for _ in range(starts)]
-    invokes = [run_cli(build, ["invoke", "hello", str(scripted)], root) for _ in range(starts)]
     agent = make_agent(root / "served", model.port)
-    readies, idle = [], []
-    for _ in range(starts):
-        started = time.perf_counter()
-        server = Server(build, agent)
-        try:
-            await server.ready()
-            readies.append((time.perf_counter() - started) * 1000)
-            await asyncio.sleep(0.5)
-            idle.append(rss_mb(server.pid))
-        finally:
-            server.stop()
+    samples: dict[str, dict[str, list[float]]] = {b.label: {} for b in builds}
+    for build in builds:
+        run_cli(build, ["invoke", "warm", str(scripted)], root)  # the bytecode cache of this build
+    for i in range(starts):
+        for build in builds if i % 2 == 0 else builds[::-1]:
+            add = samples[build.label].setdefault
+            add("--version ms", []).append(run_cli(build, ["--version"], root)[0])
+            wall, rss = run_cli(build, ["invoke", "hello", str(scripted)], root)
+            add("invoke ms (scripted)", []).append(wall)
+            add("invoke peak RSS MB", []).append(rss)
+            started = time.perf_counter()
+            server = Server(build, agent)
+            try:
+                await server.ready()
+                add("start: ready ms", []).append((time.perf_counter() - started) * 1000)
+                await asyncio.sleep(0.5)
+                add("start: idle RSS MB", []).append(rss_mb(server.pid))
+            finally:
+                server.stop()
     return {
-        "--version ms": statistics.median(version),
-        "invoke ms (scripted)": statistics.median(w for w, _ in invokes),
-        "invoke peak RSS MB": statistics.median(r for _, r in invokes),
-        "start: ready ms": statistics.median(readies),
-        "start: idle RSS MB": statistics.median(idle),
+        label: {k: statistics.median(v) for k, v in figures.items()} for label, figures in samples.items()
     }
 
 
@@ -417,14 +421,6 @@ ROWS = ("startup", "stream", "growth", "latency", "thousand")
 async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Options) -> dict[str, Figures]:
     out: dict[str, Figures] = {}
     for row in rows:
-        if row == "startup":
-            with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
-                out[row] = await row_startup(build, model, Path(tmp), opts.starts)
-            print(
-                f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()),
-                flush=True,
-            )
-            continue
         with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
             server = Server(build, make_agent(Path(tmp), model.port))
             try:
@@ -516,8 +512,18 @@ async def main() -> None:
         try:
             for round_ in range(args.rounds):
                 order = builds if round_ % 2 == 0 else builds[::-1]
+                if "startup" in rows:
+                    with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
+                        started = await row_startup(order, model, Path(tmp), opts.starts)
+                    for label, figures in started.items():
+                        table.add(label, {"startup": figures})
+                        print(
+                            f"  [{label}] startup: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items())
+                        )
                 for build in order:
-                    table.add(build.label, await run_rows(build, model, rows, opts))
+                    table.add(
+                        build.label, await run_rows(build, model, [r for r in rows if r != "startup"], opts)
+                    )
         finally:
             model.stop()
         pace = f"{args.interval_ms:g} ms between tokens"
