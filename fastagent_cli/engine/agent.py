@@ -243,6 +243,7 @@ class EngineAgent:
             thinking=bound.thinking,
             api_key=bound.api_key,
             session_id=scope.session,
+            memo=record.memo,
         )
         return TurnSetup(
             request=request,

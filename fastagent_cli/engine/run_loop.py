@@ -95,6 +95,7 @@ class _Run:
             api_key=base.api_key,
             max_tokens=base.max_tokens,
             session_id=base.session_id,
+            memo=base.memo,
         )
 
     async def answer(self, exhausted: bool) -> AssistantMessage:

@@ -4,7 +4,6 @@ flags from ``models.json``)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -14,7 +13,7 @@ from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_sa
 from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
 
-__all__ = ["OPENAI_BASE_URL", "WIRE_CACHE", "build_chat_request", "encode_chat_request"]
+__all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
@@ -58,9 +57,9 @@ def _tool_result(call_id: str, name: str, text: str, with_name: bool) -> dict[st
 class _Conversion:
     """pi's message transform (:func:`~fastagent_cli.models._wire.transform_messages`) and the
     chat-completions shapes in one pass over the conversation. With ``encode``, each message is
-    the JSON text of its wire form, taken from :data:`WIRE_CACHE` when this message object was
-    converted for this model before: a long conversation costs one lookup per message per turn,
-    not a new conversion and encoding of its whole history."""
+    the JSON text of its wire form, taken from the request's ``memo`` when this message object
+    was converted for this model before: a long conversation costs one lookup per message per
+    turn, not a new conversion and encoding of its whole history."""
 
     def __init__(self, request: ModelRequest, encode: bool) -> None:
         model, compat = request.model, request.model.compat
@@ -70,6 +69,7 @@ class _Conversion:
         self.filler = bool(compat.get("requiresAssistantAfterToolResult"))
         self.key = (model.provider, model.api, model.id, model.supports_images, self.with_name)
         self.encode = encode
+        self.memo = request.memo
         self.out: list[Any] = []
         self.pending: dict[str, str] = {}
         self.previous = ""
@@ -84,12 +84,17 @@ class _Conversion:
         """(wire form or None, tool calls (id, name)) of ``message``, converted once per model."""
         if not self.encode:
             return self.convert(message)
-        hit: tuple[str | None, tuple[tuple[str, str], ...]] | None = WIRE_CACHE.get(message, self.key)
-        if hit is None:
-            wire, calls = self.convert(message)
-            hit = (None if wire is None else json_text(wire), calls)
-            WIRE_CACHE.put(message, self.key, hit)
-        return hit
+        memo = self.memo
+        slot = ("openai-completions", id(message))
+        kept = memo.get(slot) if memo is not None else None
+        # The message object itself is kept and compared: an id alone could be a new object's.
+        if kept is not None and kept[0] is message and kept[1] == self.key:
+            return kept[2]  # type: ignore[no-any-return]
+        wire, calls = self.convert(message)
+        encoded = (None if wire is None else json_text(wire), calls)
+        if memo is not None:
+            memo[slot] = (message, self.key, encoded)
+        return encoded
 
     def convert(self, message: Message) -> tuple[dict[str, Any] | None, tuple[tuple[str, str], ...]]:
         if message["role"] == "user":
@@ -151,37 +156,6 @@ class _Conversion:
         return self.out
 
 
-class WireCache:
-    """Encoded wire messages by message object (the object is kept and compared, so an id is never
-    mistaken for another message's), least recently used first out beyond ``max_chars``."""
-
-    def __init__(self, max_chars: int = 16 << 20) -> None:
-        self.max_chars = max_chars
-        self.chars = 0
-        self._items: OrderedDict[int, tuple[Message, tuple[Any, ...], Any, int]] = OrderedDict()
-
-    def get(self, message: Message, key: tuple[Any, ...]) -> Any:
-        item = self._items.get(id(message))
-        if item is None or item[0] is not message or item[1] != key:
-            return None
-        self._items.move_to_end(id(message))
-        return item[2]
-
-    def put(self, message: Message, key: tuple[Any, ...], value: tuple[str | None, Any]) -> None:
-        size = len(value[0] or "") + 64
-        old = self._items.pop(id(message), None)
-        if old is not None:
-            self.chars -= old[3]
-        self._items[id(message)] = (message, key, value, size)
-        self.chars += size
-        while self.chars > self.max_chars and self._items:
-            _, evicted = self._items.popitem(last=False)
-            self.chars -= evicted[3]
-
-
-WIRE_CACHE = WireCache()
-
-
 def _system_message(request: ModelRequest) -> dict[str, Any] | None:
     model = request.model
     if not request.system:
@@ -208,7 +182,7 @@ def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict
 
 def encode_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
     """:func:`build_chat_request` with the body already encoded (the same JSON text, key for
-    key), each message's text reused from earlier turns (:class:`WireCache`)."""
+    key), each message's text reused from earlier requests of the conversation (``request.memo``)."""
     url, headers = _target(request)
     body: dict[str, Any] = {"model": request.model.id, "messages": None, "stream": True}
     _fill_body(body, request)

@@ -6,7 +6,7 @@ pi's message shapes live one floor down, in :mod:`fastagent_cli.messages` (share
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -107,6 +107,10 @@ class ModelRequest:
     api_key: str | None = None
     max_tokens: int | None = None
     session_id: str | None = None
+    memo: MutableMapping[Any, Any] | None = None
+    """Scratch space of the conversation, where a wire client may keep what it derived from
+    ``messages`` (their encoded JSON) for the next request of the same conversation; the engine
+    passes the session record's, so it lives and goes with the record's cached index."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,9 @@ class SessionRecord:
         self.leaf_id: str | None = None
         self._sink = sink
         self._context: tuple[str | None, SessionContext] | None = None
+        self.memo: dict[Any, Any] = {}
+        """Scratch space for what other layers derive from this record's entries (a wire
+        client's encoded messages); :meth:`continued` copies share it."""
         self.extend(entries)
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -130,6 +133,7 @@ class SessionRecord:
         copy.session, copy.header = self.session, self.header
         copy.entries, copy.by_id = list(self.entries), dict(self.by_id)
         copy.leaf_id, copy._sink, copy._context = self.leaf_id, sink, self._context
+        copy.memo = self.memo
         return copy
 
     def _leaf_after(self, entry: Entry) -> str | None:
