@@ -20,12 +20,15 @@ in one place so they can be tuned together.
 
 The limits apply per provider origin (scheme, host, port), and the pool behind them is
 :class:`~fastagent_cli.models.http_transport.PooledTransport`: O(1) per request whatever the number
-of requests in flight, waiting requests served in arrival order.
+of requests in flight, waiting requests served in arrival order. When the environment names a
+proxy (``HTTPS_PROXY``, ``ALL_PROXY``, ...), the client is httpx's own, which honours it, with
+the same limits and timeouts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.request import getproxies
 
 import httpx
 
@@ -44,6 +47,13 @@ class PoolLimits:
     read_timeout_s: float = 300.0
     write_timeout_s: float = 60.0
     coalesce_s: float = 0.05
+
+    def limits(self) -> httpx.Limits:
+        return httpx.Limits(
+            max_connections=self.max_connections,
+            max_keepalive_connections=self.max_keepalive,
+            keepalive_expiry=self.keepalive_expiry_s,
+        )
 
     def transport(self) -> PooledTransport:
         return PooledTransport(
@@ -66,4 +76,6 @@ DEFAULT_POOL = PoolLimits()
 
 def new_http_client(pool: PoolLimits = DEFAULT_POOL) -> httpx.AsyncClient:
     """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts, this pool."""
+    if getproxies():  # httpx reads proxies from the environment only for a client of its own
+        return httpx.AsyncClient(limits=pool.limits(), timeout=pool.timeout())
     return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout())

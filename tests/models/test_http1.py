@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 import pytest
 
-from fastagent_cli.models.http_pool import PoolLimits, new_http_client
+from fastagent_cli.models.http_pool import PoolLimits
 
 
 class RawServer:
@@ -71,9 +71,13 @@ OK_CHUNKED = [
 ]
 
 
+def pooled(pool: PoolLimits) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout())
+
+
 @pytest.fixture
 def client() -> Callable[[], httpx.AsyncClient]:
-    return lambda: new_http_client(PoolLimits(connect_timeout_s=2, read_timeout_s=2))
+    return lambda: pooled(PoolLimits(connect_timeout_s=2, read_timeout_s=2))
 
 
 async def get(http: httpx.AsyncClient, url: str, method: str = "GET") -> httpx.Response:
@@ -150,7 +154,7 @@ async def test_malformed_or_cut_answers_are_httpx_protocol_errors(
 async def test_a_silent_server_is_a_read_timeout() -> None:
     async with (
         RawServer([([], False), (OK_CHUNKED, False)]) as server,
-        new_http_client(PoolLimits(read_timeout_s=0.2)) as http,
+        pooled(PoolLimits(read_timeout_s=0.2)) as http,
     ):
         with pytest.raises(httpx.ReadTimeout):
             await http.get(server.url)

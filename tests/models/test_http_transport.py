@@ -81,7 +81,9 @@ async def eventually(condition: Callable[[], bool]) -> None:
 
 
 def pooled(**limits: float) -> httpx.AsyncClient:
-    return new_http_client(PoolLimits(**limits))  # type: ignore[arg-type]
+    """A client on the pool (built directly: a proxy in the environment would choose httpx's)."""
+    pool = PoolLimits(**limits)  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout())
 
 
 def transport_of(http: httpx.AsyncClient) -> PooledTransport:
@@ -265,3 +267,14 @@ async def test_a_connection_that_fails_its_check_is_dropped_and_its_slot_freed()
     await asyncio.sleep(0)
     assert connection.closed
     await transport.aclose()
+
+
+async def test_a_proxy_in_the_environment_gets_httpx_own_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with new_http_client() as http:
+        assert isinstance(http._transport, PooledTransport)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    async with new_http_client(PoolLimits(max_connections=7)) as http:
+        assert not isinstance(http._transport, PooledTransport)
+        assert any(pattern.pattern == "https://" for pattern in http._mounts)  # the proxy is honoured

@@ -80,7 +80,9 @@ async def test_the_encoded_body_is_the_built_body_byte_for_byte(case: str) -> No
             assert json.loads(encoded) == body
 
 
-async def test_messages_are_converted_once_per_conversation_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_messages_are_converted_once_per_conversation_and_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     converted: list[int] = []
     convert = openai_request._Conversion.convert
 
