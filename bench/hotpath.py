@@ -39,6 +39,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -479,6 +480,8 @@ class Table:
 
 
 async def main() -> None:
+    # Stopped (SIGTERM), still stop the fake model and the servers: the finally blocks run.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--compare", metavar="REF", nargs="?", const="main", default=None)
