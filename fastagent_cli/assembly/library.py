@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastagent_cli.assembly.opened import renewing_credentials
+from fastagent_cli.auth.paths import global_auth_path
 from fastagent_cli.engine.agent import DEFAULT_TOOL_TIMEOUT_S, EngineAgent, EngineConfig
 from fastagent_cli.engine.ports import static_tools
 from fastagent_cli.engine.retry import RetryPolicy
@@ -44,7 +45,7 @@ def create_agent(
     """
     workdir = str(Path(cwd or os.getcwd()).resolve())
     keys = Path(auth_path) if auth_path else None
-    credentials = renewing_credentials(keys)
+    credentials = renewing_credentials(keys, global_auth_path())
     models = (
         ModelResolver(model, registry, auth_path=keys, credentials=credentials)
         if isinstance(model, str)

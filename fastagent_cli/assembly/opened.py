@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
-from fastagent_cli.assembly.reading import AgentSurface, inspect_agent_dir
+from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
 from fastagent_cli.control import AgentCommand, SessionControl
@@ -36,7 +36,7 @@ from fastagent_cli.engine.agent import EngineAgent, EngineConfig
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import FastagentError
-from fastagent_cli.models.credentials import CredentialSource, missing_hint
+from fastagent_cli.models.credentials import CredentialSource
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.store import FileSessionStore
@@ -193,9 +193,7 @@ class OpenedAgent:
             credential = self._resolver.credential(model)
         except FastagentError as exc:
             return f"cannot resolve: {exc.message}"
-        if credential.missing:
-            return f"{credential.source}: {missing_hint(model)}"
-        return credential.source
+        return describe_credential(model, credential)
 
     async def aclose(self) -> None:
         """Close the model clients and stop the MCP servers."""
@@ -216,7 +214,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         surface.registry,
         auth_path=surface.auth_path,
         agent_dir=surface.agent_dir,
-        credentials=renewing_credentials(surface.auth_path),
+        credentials=renewing_credentials(surface.auth_path, surface.global_auth_path),
     )
     store = FileSessionStore(surface.sessions_dir, surface.workspace)
     engine = EngineAgent(
@@ -226,7 +224,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             system_prompt=surface.prompt,
             tools=surface.live,
             cwd=str(surface.workspace),
-            thinking_level=config.thinking_level,
+            thinking_level=surface.thinking_level,
             max_tool_rounds=config.engine.max_tool_rounds,
             tool_timeout=config.engine.tool_timeout or None,
             retry=RetryPolicy(config.engine.max_retries, config.engine.retry_base_delay_ms),
@@ -237,7 +235,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             ),
         )
     )
-    sessions = SessionPort(store, resolver, config.thinking_level, engine.compact)
+    sessions = SessionPort(store, resolver, surface.thinking_level, engine.compact)
     return OpenedAgent(engine, surface, sessions, resolver)
 
 
@@ -257,8 +255,9 @@ def open_agent_dir(
     return open_agent(surface, wake_tools=wake_tools)
 
 
-def renewing_credentials(auth_path: Path | None) -> CredentialSource:
-    """Keys from the file and the environment, subscription logins renewed when they expire."""
+def renewing_credentials(auth_path: Path | None, global_path: Path | None) -> CredentialSource:
+    """Keys from the agent's file, the global file and the environment; subscription logins
+    renewed (in the file they came from) when they expire."""
     from fastagent_cli.auth.oauth.resolver import OAuthCredentials
 
-    return OAuthCredentials(auth_path)
+    return OAuthCredentials(auth_path, global_path)

@@ -26,7 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastagent_cli.auth.paths import AuthTarget, outside_any_agent, resolve_auth_path, resolve_auth_target
+from fastagent_cli.auth.paths import (
+    AuthTarget,
+    global_auth_path,
+    outside_any_agent,
+    resolve_auth_path,
+    resolve_auth_target,
+)
 from fastagent_cli.definition.config import FastagentConfig, load_config
 from fastagent_cli.definition.dotenv import load_dotenv
 from fastagent_cli.definition.live_tools import LiveTools
@@ -35,7 +41,10 @@ from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
 from fastagent_cli.definition.schedules import ScheduleSet, load_schedules
 from fastagent_cli.definition.tools_loader import ToolSet, assemble_tools
 from fastagent_cli.errors import ConfigError, FastagentError, ModelError, PlacementError
-from fastagent_cli.models.registry import ModelRegistry
+from fastagent_cli.messages import ThinkingLevel
+from fastagent_cli.models.credentials import NOT_NEEDED, Credential, missing_hint, resolve_credential
+from fastagent_cli.models.registry import ModelRegistry, parse_spec
+from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.state.paths import resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
 
@@ -44,6 +53,7 @@ __all__ = [
     "AgentLocation",
     "AgentSurface",
     "ScheduleDir",
+    "describe_credential",
     "inspect_agent_dir",
     "locate_agent",
     "locate_state",
@@ -160,6 +170,8 @@ class AgentSurface:
         self.config = config
         self.sessions_dir = sessions_dir
         self.auth_path = auth_path
+        self.global_auth_path = global_auth_path()
+        """Where ``login`` writes outside any agent; read after ``auth_path``, before the environment."""
         self.registry_problem: ConfigError | None = None
         try:
             self.registry = ModelRegistry(location.agent_dir / "models.json")
@@ -224,6 +236,29 @@ class AgentSurface:
     @property
     def model_error(self) -> str | None:
         return None if self.model_problem is None else self.model_problem.message
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        """The model spec's ``:level`` suffix (``anthropic/claude-sonnet-4-5:high``), else the
+        config's ``thinking_level``: the level sessions start with, before clamping to the model."""
+        level = parse_spec(self._named[0])[1] if self._named is not None else None
+        return level or self.config.thinking_level
+
+    @property
+    def thinking_source(self) -> str:
+        """``the model spec`` or ``fastagent.toml``."""
+        named = self._named is not None and parse_spec(self._named[0])[1] is not None
+        return "the model spec" if named else "fastagent.toml"
+
+    def credential(self) -> tuple[ModelInfo, Credential] | None:
+        """Where the model's key comes from now (no renewal, no network), or ``None`` when no model
+        resolves. CredentialError when a credential file or an ``apiKey`` command is broken."""
+        if self.model_problem is not None or self.model_spec is None:
+            return None
+        model = self.registry.resolve(self.model_spec)
+        if model.api == "scripted":
+            return model, Credential(None, NOT_NEEDED)
+        return model, resolve_credential(model, self.auth_path, global_path=self.global_auth_path)
 
     def choose_model(self, spec: str, source: str) -> None:
         """Name the model after the read (the first-run picker); ``fastagent.toml`` as the source
@@ -296,6 +331,14 @@ class AgentSurface:
         for problem in self.problems():
             raise problem
         self.prompt.snapshot()  # a definition that cannot be read fails at startup, not at turn 1
+
+
+def describe_credential(model: ModelInfo, credential: Credential) -> str:
+    """Where a key comes from (never the key): ``stored credential (<file>)``, ``OAuth (<file>)``,
+    a variable name, ``models.json``, ``not needed``, or what to do when none was found."""
+    if credential.missing:
+        return f"{credential.source}: {missing_hint(model)}"
+    return credential.source
 
 
 def inspect_agent_dir(

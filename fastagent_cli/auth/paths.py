@@ -1,14 +1,15 @@
 """Which credential file a command reads, and which one ``login`` / ``logout`` write.
 
-Order (one file, never a fallback from one file to another):
+The agent's credential file is the first of:
 
 1. ``--auth-path <file>``            (relative to the current directory)
 2. ``FASTAGENT_AUTH_PATH``            (relative to the workspace; the agent's ``.env`` may set it)
 3. ``<state root>/auth.json``         (``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``)
 
-After the file, :func:`~fastagent_cli.models.credentials.resolve_credential` tries the provider's
-environment variables (``.env`` included). Outside any agent, ``login`` writes the global file
-``~/.fastagent/auth.json``; inside an agent but not at its root it refuses, naming the root.
+After it, :func:`~fastagent_cli.models.credentials.resolve_credential` reads the global file
+``~/.fastagent/auth.json`` (:func:`global_auth_path`), then the provider's environment variables
+(``.env`` included). ``login`` / ``logout`` act on the agent's file; outside any agent, on the
+global file; inside an agent but not at its root they refuse, naming the root.
 
 Reading the directory (placement, ``.env``, the state root) is assembly's job
 (:func:`fastagent_cli.assembly.locate_agent`); this module only applies the order to what it read.

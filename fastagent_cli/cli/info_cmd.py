@@ -58,6 +58,8 @@ INFO_KEYS = (
     "stateRoot",
     "sessionsDir",
     "authPath",
+    "credentialSource",
+    "credentialPath",
 )
 _MCP_PROBE_TIMEOUT_S = 30.0
 
@@ -84,7 +86,7 @@ def info_document(
         "model": surface.model_spec,
         "modelSource": surface.model_source,
         "modelError": surface.model_error,
-        "thinkingLevel": surface.config.thinking_level,
+        "thinkingLevel": surface.thinking_level,
         "codingTools": list(surface.config.coding_tool_names),
         "persona": str(definition.persona_path) if definition.persona_path else None,
         "context": [str(f.path) for f in definition.context_files],
@@ -126,9 +128,26 @@ def info_document(
         "stateRoot": str(surface.state_root),
         "sessionsDir": str(surface.sessions_dir),
         "authPath": str(surface.auth_path),
+        **_credential(surface),
     }
     assert tuple(doc) == INFO_KEYS
     return doc
+
+
+def _credential(surface: AgentSurface) -> dict[str, Any]:
+    """Where the model's key comes from (never the key): ``credentialSource`` / ``credentialPath``."""
+    from fastagent_cli.assembly import describe_credential
+    from fastagent_cli.errors import FastagentError
+
+    try:
+        found = surface.credential()
+    except FastagentError as exc:
+        return {"credentialSource": f"cannot read: {exc.message}", "credentialPath": None}
+    if found is None:
+        return {"credentialSource": None, "credentialPath": None}
+    model, credential = found
+    path = str(credential.path) if credential.path is not None else None
+    return {"credentialSource": describe_credential(model, credential), "credentialPath": path}
 
 
 def _schedules(surface: AgentSurface) -> list[dict[str, Any]]:
@@ -166,6 +185,8 @@ def _print_text(doc: dict[str, Any]) -> None:
     if doc["modelError"]:
         line("", f"⚠ {doc['modelError']}")
     line("thinking", doc["thinkingLevel"])
+    if doc["credentialSource"] is not None:
+        line("key", doc["credentialSource"])
     line("persona", doc["persona"] or "(none: default identity)")
     line("context", ", ".join(doc["context"]) or "(none)")
     line("skills", ", ".join(s["name"] for s in doc["skills"]) or "(none)")

@@ -2,8 +2,11 @@
 
 The agent goes to ``<dir>/fastagent/`` (``--agent-dir NAME`` renames it), or into ``<dir>`` itself
 with ``--flat`` (existing files are kept). ``--minimal`` leaves out the example tool. ``--model``
-writes the model into ``fastagent.toml``; without it the model line stays commented and
-``--model`` / ``FASTAGENT_MODEL`` name one at run time. All or nothing: a failure leaves no file.
+writes the model into ``fastagent.toml``; without it the agent starts on the offline demo model
+``scripted/demo``, the one model ``init`` can prove works (it ships the script), so ``chat``,
+``start`` and ``dev`` run at once; a comment in the file says how to switch. A key in the
+environment is only suggested, never written: it is unverified, may belong to another project,
+and a committed agent would depend on this shell. All or nothing: a failure leaves no file.
 """
 
 from __future__ import annotations
@@ -59,12 +62,32 @@ def init(directory: str, minimal: bool, agent_dir: str | None, flat: bool, model
     suffix = "" if target == "." else f" {target}"
     click.echo("Next:")
     if model is None:
-        click.echo(f'  fastagent invoke "hello"{suffix} --model scripted/demo   # offline, no key needed')
+        click.echo(f'  fastagent invoke "hello"{suffix}   # the offline demo model: no key, no network')
+        click.echo(f"  fastagent chat{suffix}")
         config = _shown(result.agent_dir / "fastagent.toml")
-        click.echo(f'  set model = "provider/model" in {config} (`fastagent models` lists them)')
+        click.echo(
+            f'  switch to a real model: set model = "provider/model" in {config} '
+            f"(`fastagent models` lists them), then `fastagent login <provider>{suffix}`"
+        )
+        ready = _provider_with_a_key()
+        if ready is not None:
+            click.echo(f'  ({ready[1]} is set: model = "{ready[0]}" would use it)')
     else:
         click.echo(f'  fastagent invoke "hello"{suffix}')
     click.echo(f"  fastagent info{suffix}")
+
+
+def _provider_with_a_key() -> tuple[str, str] | None:
+    """``(default spec, variable)`` of the first catalog provider whose key is in the environment."""
+    import os
+
+    from fastagent_cli.models.registry import ModelRegistry
+
+    for provider in ModelRegistry().providers.values():
+        found = next((name for name in provider.api_key_env if os.environ.get(name)), None)
+        if found is not None and provider.default_model and not provider.key_optional:
+            return f"{provider.name}/{provider.default_model}", found
+    return None
 
 
 def _check_model(spec: str) -> None:

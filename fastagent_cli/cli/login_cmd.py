@@ -9,9 +9,12 @@ and the key is asked again; an inconclusive check (network, quota, server error)
 prints the provider's message. It needs a terminal: with ``--no-input`` or piped stdin it fails at
 once, naming the environment variable to set instead.
 
-Which file: ``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > the agent's ``<state root>/auth.json``;
-outside any agent, the global ``~/.fastagent/auth.json`` (said on stderr). Inside an agent but not at
-its root, both commands refuse and say where to cd.
+Which file: ``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > the ``<state root>/auth.json`` of the agent
+in ``DIR`` (default ``.``, like every command); outside any agent, the global
+``~/.fastagent/auth.json``, which every agent reads after its own file. Both commands say which
+file they act on. Inside an agent but not at its root, both refuse and name the root. ``login
+DIR`` with no provider works too: an argument that is no provider's name but a directory is the
+directory.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fastagent_cli.cli.common import run_async, say
+from fastagent_cli.cli.completers import agent_dirs
 from fastagent_cli.errors import CredentialError, UsageError
 
 if TYPE_CHECKING:
@@ -146,21 +150,36 @@ def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
     raise CredentialError(f"no usable {provider.title} key after {MAX_ATTEMPTS} tries; nothing was saved")
 
 
-def _open(auth_path: str | None) -> tuple[AuthTarget, AuthStore, ModelRegistry]:
+def _arguments(provider: str | None, directory: str | None) -> tuple[str | None, str]:
+    """``(provider, directory)``: ``login demo`` names a directory when ``demo`` is no provider."""
+    if provider is not None and directory is None and os.path.isdir(os.path.expanduser(provider)):
+        from fastagent_cli.models.registry import ModelRegistry
+
+        if provider not in ModelRegistry().providers:
+            return None, provider
+    return provider, directory or "."
+
+
+def _open(directory: str, auth_path: str | None) -> tuple[AuthTarget, AuthStore, ModelRegistry]:
     from fastagent_cli.assembly import login_target
     from fastagent_cli.auth.store import AuthStore
     from fastagent_cli.models.registry import ModelRegistry
 
-    target = login_target(".", auth_path)
+    target = login_target(directory, auth_path)
     return target, AuthStore(target.path), ModelRegistry(target.models_json)
 
 
-def _global_note(target: AuthTarget) -> None:
+def _where_note(target: AuthTarget) -> None:
+    """Which file this command acts on, and who reads it."""
     if target.is_global:
         say(
             f"[fastagent] no agent here: using the global credential file {target.path} "
-            "(agents read it only when FASTAGENT_AUTH_PATH or --auth-path points at it)"
+            "(every agent reads it after its own .fastagent/auth.json)"
         )
+    elif target.placement is not None:
+        say(f"[fastagent] credential file of the agent {target.placement.agent_dir}: {target.path}")
+    else:
+        say(f"[fastagent] credential file ({target.source}): {target.path}")
 
 
 def _choose_provider(
@@ -187,23 +206,25 @@ def _choose_provider(
 
 @click.command()
 @click.argument("provider", required=False)
-@click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent here).")
+@click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
+@click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent in DIR).")
 @click.option("--no-input", is_flag=True, help="Never prompt (login then fails: it needs a terminal).")
-def login(provider: str | None, auth_path: str | None, no_input: bool) -> None:
+def login(provider: str | None, directory: str | None, auth_path: str | None, no_input: bool) -> None:
     """Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot) or store a
     provider's API key, verified at once with one request.
 
-    Run it at the agent's root (the credential goes to its .fastagent/auth.json); outside any
-    agent it writes ~/.fastagent/auth.json.
+    The credential goes to the .fastagent/auth.json of the agent in DIR (default .); outside any
+    agent it goes to ~/.fastagent/auth.json, which every agent reads after its own file.
     """
-    target, store, registry = _open(auth_path)
+    provider, where = _arguments(provider, directory)
+    target, store, registry = _open(where, auth_path)
     providers = login_providers(registry)
     if provider is not None and provider not in providers:
         reason = "takes no API key" if provider in registry.providers else "is not a known provider"
         raise UsageError(f'"{provider}" {reason}; providers you can log in to: {", ".join(providers)}')
     if no_input or not interactive():
         raise CredentialError(_no_terminal(providers.get(provider or ""), no_input, target))
-    _global_note(target)
+    _where_note(target)
     info = providers[provider] if provider else _choose_provider(providers, store, registry)
     login_provider(info, store, registry)
 
@@ -225,11 +246,13 @@ def _no_terminal(info: ProviderInfo | None, no_input: bool, target: AuthTarget) 
 
 @click.command()
 @click.argument("provider", required=False)
-@click.option("--auth-path", help="Credential file to edit (default <state>/auth.json of the agent here).")
-def logout(provider: str | None, auth_path: str | None) -> None:
+@click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
+@click.option("--auth-path", help="Credential file to edit (default <state>/auth.json of the agent in DIR).")
+def logout(provider: str | None, directory: str | None, auth_path: str | None) -> None:
     """Remove a stored credential (PROVIDER may be omitted when only one is stored)."""
-    target, store, registry = _open(auth_path)
-    _global_note(target)
+    provider, where = _arguments(provider, directory)
+    target, store, registry = _open(where, auth_path)
+    _where_note(target)
     stored = list(store.logins()) if store.path.exists() else []
     if provider is None:
         if not stored:

@@ -9,11 +9,14 @@ it read, then open it::
 When ``--model``, ``FASTAGENT_MODEL`` or the config's ``model`` names one, it returns at once and
 shows nothing. Otherwise, with ``--no-input`` or without a terminal (stdin and
 stdout), it raises the one-line :data:`~fastagent_cli.assembly.MISSING_MODEL` error. With a
-terminal it lists the whole catalog, providers that already have a credential first (annotated
-with its source, e.g. ``ready — OPENAI_API_KEY``), then providers that need no key, then the
-rest; picking a model whose provider has no key runs ``login`` inline (into the agent's credential
-file); the choice is written into ``fastagent.toml`` keeping its comments, named on the surface, and
-the command goes on (nothing is read again).
+terminal it lists the whole catalog: providers that already have a credential first (annotated
+with its source, e.g. ``ready — OPENAI_API_KEY``), then the offline scripted models
+(``scripted/demo`` when the agent has ``scripts/demo.json``, as ``init`` creates it, and
+``scripted/echo``), then local servers that need no key (Ollama, llama.cpp: they must be running),
+then the rest. Enter takes the first entry: a ready provider's model, else the offline demo, which
+always answers. Picking a model whose provider has no key runs ``login`` inline (into the agent's
+credential file); the choice is written into ``fastagent.toml`` keeping its comments, named on the
+surface, and the command goes on (nothing is read again).
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from fastagent_cli.models.registry import ModelRegistry, ProviderInfo, parse_spe
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
 
-__all__ = ["ProviderChoice", "ensure_model", "pick_model", "provider_choices", "read_agent"]
+__all__ = ["ProviderChoice", "ensure_model", "offline_specs", "pick_model", "provider_choices", "read_agent"]
 
 READY, NO_KEY, NEEDS_KEY = 0, 1, 2
 OFFLINE_SPEC = "scripted/echo"
+DEMO_SPEC = "scripted/demo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,27 +60,32 @@ class ProviderChoice:
 
 
 def provider_choices(
-    registry: ModelRegistry, auth_path: Path | None, env: Mapping[str, str] | None = None
+    registry: ModelRegistry,
+    auth_path: Path | None,
+    env: Mapping[str, str] | None = None,
+    global_path: Path | None = None,
 ) -> list[ProviderChoice]:
     """Every provider with models, ready ones first (catalog order within each group)."""
-    from fastagent_cli.models.credentials import read_auth_file, resolve_credential
+    from fastagent_cli.models.credentials import credential_files, read_auth_file, resolve_credential
 
-    if auth_path is not None:
-        read_auth_file(auth_path)  # a broken credential file is one clear error, not one per provider
+    for path in credential_files(auth_path, global_path):
+        read_auth_file(path)  # a broken credential file is one clear error, not one per provider
     out: list[ProviderChoice] = []
     for provider in registry.providers.values():
         if not provider.models:
             continue
         sample = next(iter(provider.models.values()))
         try:
-            credential = resolve_credential(sample, auth_path, env)
+            credential = resolve_credential(sample, auth_path, env, global_path)
         except CredentialError as exc:
             out.append(ProviderChoice(provider, NEEDS_KEY, f"needs a key ({exc.message})"))
             continue
         if not credential.needed:
-            out.append(ProviderChoice(provider, NO_KEY, "no key needed"))
+            out.append(ProviderChoice(provider, NO_KEY, "no key needed (the server must be running)"))
         elif credential.key:
             label = credential.source.split(" (", 1)[0]  # "stored credential (<path>)" -> short form
+            if credential.path is not None and credential.path != auth_path:
+                label += f" in {credential.path}"
             out.append(ProviderChoice(provider, READY, f"ready — {label}"))
         else:
             wanted = " or ".join(provider.api_key_env) or ("a login" if provider.oauth else "an API key")
@@ -84,8 +93,15 @@ def provider_choices(
     return sorted(out, key=lambda c: c.rank)
 
 
-def _render(choices: list[ProviderChoice], config_path: Path) -> list[str]:
-    """Print the numbered catalog, compact (models in columns) so ready providers stay on screen."""
+def offline_specs(agent_dir: Path) -> list[str]:
+    """The scripted models that answer offline here: the agent's demo script, then ``echo``."""
+    demo = agent_dir / "scripts" / "demo.json"
+    return [DEMO_SPEC, OFFLINE_SPEC] if demo.is_file() else [OFFLINE_SPEC]
+
+
+def _render(choices: list[ProviderChoice], config_path: Path, offline: list[str]) -> list[str]:
+    """Print the numbered catalog, compact (models in columns) so ready providers stay on screen:
+    ready providers, the offline scripted models, keyless local servers, then the rest."""
     from rich.columns import Columns
     from rich.console import Console
     from rich.markup import escape
@@ -95,8 +111,12 @@ def _render(choices: list[ProviderChoice], config_path: Path) -> list[str]:
     console.print(f"[bold]No model is set.[/] Pick one for this agent (saved to {escape(str(config_path))}):")
     specs: list[str] = []
     styles = {READY: "green", NO_KEY: "cyan", NEEDS_KEY: "yellow"}
-    groups = [(c.provider.name, c.note, styles[c.rank], c.models) for c in choices]
-    groups.append(("scripted", "offline test model (echoes the prompt)", "cyan", [OFFLINE_SPEC]))
+    groups = [(c.provider.name, c.note, styles[c.rank], c.models) for c in choices if c.rank == READY]
+    note = (
+        "offline, no key: the demo script, or echo" if DEMO_SPEC in offline else "offline: echoes the prompt"
+    )
+    groups.append(("scripted", note, "green", offline))
+    groups += [(c.provider.name, c.note, styles[c.rank], c.models) for c in choices if c.rank != READY]
     for name, note, style, models in groups:
         console.print(Text.assemble((name, "bold"), " ", (note, style)))
         cells = []
@@ -151,8 +171,9 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
     if surface.registry_problem is not None:
         raise surface.registry_problem  # a broken models.json: the picker cannot list it
     placement, registry, auth = surface.placement, surface.registry, surface.auth_path
-    choices = provider_choices(registry, auth)
-    spec = pick_model(_render(choices, placement.config_path), registry)
+    choices = provider_choices(registry, auth, global_path=surface.global_auth_path)
+    offline = offline_specs(surface.agent_dir)
+    spec = pick_model(_render(choices, placement.config_path, offline), registry)
     chosen = next((c for c in choices if c.provider.name == spec.partition("/")[0]), None)
     if chosen is not None and chosen.rank == NEEDS_KEY:
         from fastagent_cli.auth.store import AuthStore

@@ -24,9 +24,11 @@ from fastagent_cli.definition.config import CONFIG_NAME
 from fastagent_cli.definition.placement import DEFAULT_AGENT_DIRNAME
 from fastagent_cli.errors import ConfigError, UsageError
 
-__all__ = ["GITIGNORE_LINES", "ScaffoldResult", "missing_ignores", "scaffold", "template_files"]
+__all__ = ["DEMO_MODEL", "GITIGNORE_LINES", "ScaffoldResult", "missing_ignores", "scaffold", "template_files"]
 
 GITIGNORE_LINES = (".fastagent/", ".env")
+DEMO_MODEL = "scripted/demo"
+"""The model a new agent starts on: it replays ``scripts/demo.json``, so it answers with no key."""
 _LOADED_SURFACE = ("skills", "tools", "channels", "schedules", "scripts", ".fastagent")
 _TEMPLATES = {
     "persona.md": "persona.md",
@@ -58,8 +60,7 @@ def template_files(*, minimal: bool = False, model: str | None = None) -> dict[s
     if minimal:
         del files["tools/fetch_url.py"]
     if model:
-        marker = '# model = "anthropic/claude-sonnet-4-5"'
-        files[CONFIG_NAME] = files[CONFIG_NAME].replace(marker, f'model = "{model}"', 1)
+        files[CONFIG_NAME] = files[CONFIG_NAME].replace(f'model = "{DEMO_MODEL}"', f'model = "{model}"', 1)
     return files
 
 

@@ -14,6 +14,11 @@
 * A context-overflow error compacts the session once and retries the request; a second one
   fails the run. After each turn the run compacts when the context passed
   ``context_window - reserve_tokens`` (inside the run: the session reads ``running``).
+* Every request asks for no more output than the model's context window leaves after its input
+  (:mod:`fastagent_cli.models.context_budget`); a request that would leave no room for an answer
+  is not sent: it counts as an overflow (compact once, then fail saying what to do). The opening
+  prompt is checked before it is stored, so a prompt that can never fit does not stay in the
+  session to be re-sent by every later run.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from fastagent_cli.messages import (
     empty_usage,
     now_ms,
 )
+from fastagent_cli.models.context_budget import fit_request, overflow_message
 from fastagent_cli.models.types import ModelRequest
 
 __all__ = ["run_loop", "user_message"]
@@ -56,6 +62,16 @@ def user_message(prompt: Prompt) -> UserMessage:
 
 def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
     return [b for b in message["content"] if b.get("type") == "toolCall"]  # type: ignore[misc]
+
+
+def _fit(request: ModelRequest) -> ModelRequest:
+    """Cap the request's output at what the context window leaves; an overflow (TurnFailure)
+    when that is not enough for an answer: sending it would only fail, or fail silently."""
+    fit = fit_request(request.model, request.system, request.messages, request.tools, request.max_tokens)
+    if not fit.fits:
+        raise TurnFailure(overflow_message(request.model, fit), overflow=True)
+    request.output_limit = fit.room
+    return request
 
 
 def _with_note(messages: Sequence[Message]) -> list[Message]:
@@ -76,20 +92,37 @@ class _Run:
         self.rounds = 0
         self.overflow_recovered = False
 
-    def add_user(self, prompt: Prompt) -> None:
+    async def admit(self, prompt: Prompt) -> None:
+        """The opening prompt: stored only once a request carrying it fits the window (after one
+        compaction if needed)."""
         message = user_message(prompt)
+        while True:
+            try:
+                _fit(self.request(False, [*self.messages, message]))
+                break
+            except TurnFailure:
+                if self.overflow_recovered or not self.setup.compaction.enabled:
+                    raise
+                self.overflow_recovered = True
+                if not await self.compact("overflow"):
+                    raise
+        self.add_user(prompt, message)
+
+    def add_user(self, prompt: Prompt, message: UserMessage | None = None) -> None:
+        message = message or user_message(prompt)
         entry = self.setup.record.append_message(message)
         self.messages.append(message)
         self.emit(self.setup.run.event("user_message", entryId=entry["id"], text=prompt.text))
 
-    def request(self, exhausted: bool) -> ModelRequest:
+    def request(self, exhausted: bool, messages: Sequence[Message] | None = None) -> ModelRequest:
         base = self.setup.request
         active = self.setup.activation.active()
         tools = self.setup.tools
+        history = self.messages if messages is None else messages
         return ModelRequest(
             model=base.model,
             system=base.system,
-            messages=_with_note(self.messages) if exhausted else list(self.messages),
+            messages=_with_note(history) if exhausted else list(history),
             tools=() if exhausted else [tools[n].spec for n in active if n in tools],
             thinking=base.thinking,
             api_key=base.api_key,
@@ -102,7 +135,7 @@ class _Run:
         """One model answer, recorded; on a context overflow, compact once and ask again."""
         while True:
             try:
-                assistant = await request_model(self.setup, self.request(exhausted), self.emit)
+                assistant = await request_model(self.setup, _fit(self.request(exhausted)), self.emit)
             except TurnFailure as exc:
                 if not exc.overflow or not self.setup.compaction.enabled:
                     raise
@@ -202,7 +235,7 @@ async def run_loop(setup: TurnSetup, prompt: Prompt, emit: Emit) -> TurnOutcome:
     state = _Run(setup, emit)
     if state.over_threshold():  # a context left too full (a failed run, a smaller model)
         await state.compact("threshold")
-    state.add_user(prompt)
+    await state.admit(prompt)
     while True:
         assistant = await state.turn()
         if state.over_threshold():

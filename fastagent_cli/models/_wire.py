@@ -39,8 +39,10 @@ INVALID_JSON_KEY = "_invalid_json"
 
 
 def default_max_tokens(request: ModelRequest) -> int:
-    """pi's ``streamSimple`` default: the request's value, else ``min(model.maxTokens, 32000)``."""
-    return request.max_tokens or min(request.model.max_tokens, 32_000)
+    """pi's ``streamSimple`` default: the request's value, else ``min(model.maxTokens, 32000)``;
+    never more than the context window leaves (``request.output_limit``)."""
+    wanted = request.max_tokens or min(request.model.max_tokens, 32_000)
+    return min(wanted, request.output_limit) if request.output_limit else wanted
 
 
 def new_tool_call_id(index: int) -> str:

@@ -148,7 +148,7 @@ def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], 
     if model.reasoning and request.thinking != "off":
         budgets = {**THINKING_BUDGETS, **dict(model.compat.get("thinkingBudgets") or {})}
         budget = int(budgets[request.thinking])
-        max_tokens = min(max_tokens + budget, model.max_tokens)
+        max_tokens = min(max_tokens + budget, model.max_tokens, request.output_limit or model.max_tokens)
         if max_tokens <= budget:
             budget = max_tokens - 1024
         if budget >= _MIN_BUDGET:  # below the API's minimum: answer without thinking

@@ -1,9 +1,13 @@
 """Where a provider's API key comes from, and what to call that source.
 
-Order: the credential file (``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > ``<state root>/auth.json``;
-there is no silent fallback to another file) with its stored API key, then its subscription login
-(OAuth), then the provider's environment variables (``.env`` included, since every command loads
-it into the environment), then a ``models.json`` ``apiKey``.
+Order: the agent's credential file (``--auth-path`` > ``FASTAGENT_AUTH_PATH`` > ``<state
+root>/auth.json``) with its stored API key, then its subscription login (OAuth); then the same from
+the global file ``~/.fastagent/auth.json`` (where ``fastagent login`` writes outside any agent);
+then the provider's environment variables (``.env`` included, since every command loads it into
+the environment), then a ``models.json`` ``apiKey``. A credential found in a file carries its
+``path``, so reports name the file and a renewed login is written back to that file.
+A provider marked ``keyOptional`` (the catalog's ``local`` server) uses a key when one is found
+and needs none otherwise.
 
 ``auth.json`` is pi's shape: ``{"openai": {"type": "api_key", "key": "sk-..."},
 "openai-codex": {"type": "oauth", "refresh": "...", "access": "...", "expires": <epoch ms>, ...}}``.
@@ -34,6 +38,7 @@ __all__ = [
     "NOT_NEEDED",
     "Credential",
     "CredentialSource",
+    "credential_files",
     "FileCredentials",
     "missing_hint",
     "read_auth_file",
@@ -57,6 +62,8 @@ class Credential:
     """For a subscription login: when the access token expires (epoch milliseconds)."""
     base_url: str | None = None
     """An endpoint the login dictates (GitHub Copilot's token names its API host)."""
+    path: Path | None = None
+    """The credential file it came from (``None``: the environment, ``models.json``, none)."""
 
     @property
     def missing(self) -> bool:
@@ -133,20 +140,46 @@ def _run_command(command: str) -> str | None:
     return done.stdout.strip() or None
 
 
+def credential_files(auth_path: Path | None, global_path: Path | None) -> list[Path]:
+    """The files to read, in order: the agent's, then the global one (once, if they differ)."""
+    files = [p for p in (auth_path, global_path) if p is not None]
+    if len(files) == 2 and _same_file(files[0], files[1]):
+        files.pop()
+    return files
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
+def _stored(model: ModelInfo, path: Path) -> Credential | None:
+    stored = read_auth_file(path).get(model.provider) or {}
+    kind = stored.get("type", "api_key")
+    if kind == "api_key" and isinstance(stored.get("key"), str) and stored["key"]:
+        return Credential(stored["key"], f"stored credential ({path})", path=path)
+    if kind == "oauth" and isinstance(stored.get("access"), str):
+        expires = stored.get("expires")
+        when = int(expires) if isinstance(expires, int | float) else 0
+        return Credential(stored["access"], f"{OAUTH_LABEL} ({path})", when, path=path)
+    return None
+
+
 def resolve_credential(
-    model: ModelInfo, auth_path: Path | None, env: Mapping[str, str] | None = None
+    model: ModelInfo,
+    auth_path: Path | None,
+    env: Mapping[str, str] | None = None,
+    global_path: Path | None = None,
 ) -> Credential:
-    """The credential a request would use now (an expired login is returned as it is)."""
+    """The credential a request would use now (an expired login is returned as it is):
+    ``auth_path``, then ``global_path``, then the environment and ``models.json``."""
     environ = os.environ if env is None else env
-    if auth_path is not None:
-        stored = read_auth_file(auth_path).get(model.provider) or {}
-        kind = stored.get("type", "api_key")
-        if kind == "api_key" and isinstance(stored.get("key"), str) and stored["key"]:
-            return Credential(stored["key"], f"stored credential ({auth_path})")
-        if kind == "oauth" and isinstance(stored.get("access"), str):
-            expires = stored.get("expires")
-            when = int(expires) if isinstance(expires, int | float) else 0
-            return Credential(stored["access"], f"{OAUTH_LABEL} ({auth_path})", when)
+    for path in credential_files(auth_path, global_path):
+        found = _stored(model, path)
+        if found is not None:
+            return found
     for name in model.api_key_env:
         if environ.get(name):
             return Credential(environ[name], name)
@@ -154,7 +187,7 @@ def resolve_credential(
         value = resolve_value(model.api_key, environ)
         if value:
             return Credential(value, "models.json")
-    if not model.api_key_env and model.api_key is None and not model.oauth:
+    if model.key_optional or (not model.api_key_env and model.api_key is None and not model.oauth):
         return Credential(None, NOT_NEEDED)
     return Credential(None, NONE_FOUND)
 
@@ -169,13 +202,14 @@ class CredentialSource(Protocol):
 
 
 class FileCredentials:
-    """The plain source: what the file and the environment hold, with no renewal."""
+    """The plain source: what the files and the environment hold, with no renewal."""
 
-    def __init__(self, auth_path: Path | None) -> None:
+    def __init__(self, auth_path: Path | None, global_path: Path | None = None) -> None:
         self.auth_path = auth_path
+        self.global_path = global_path
 
     def peek(self, model: ModelInfo) -> Credential:
-        return resolve_credential(model, self.auth_path)
+        return resolve_credential(model, self.auth_path, global_path=self.global_path)
 
     async def acquire(self, model: ModelInfo) -> Credential:
         return self.peek(model)

@@ -2,12 +2,20 @@
 
 Messages read ``<provider>: <status> <reason>: <the provider's own message>`` for HTTP errors and
 ``<provider>: connection failed: ...`` / ``... timed out ...`` / ``stream interrupted: ...`` for
-transport failures. Retryable: 408, 429, 5xx (and 529), every transport failure.
+transport failures; connection failures name the URL. Retryable: 408, 429, 5xx (and 529), every
+transport failure, except:
+
+* a connection refused on this machine (``127.0.0.1``, ``localhost``, ``::1``): nothing listens
+  there, so retrying for 15 s would not help; the message names the URL and asks whether the
+  server (Ollama, llama.cpp, ...) is running;
+* an answer whose text reports a context overflow (pi's patterns): it says what to do instead.
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
+import ipaddress
 import json
 import time
 from collections.abc import Mapping
@@ -17,6 +25,7 @@ from typing import Any
 import httpx
 
 from fastagent_cli.errors import ProviderError, one_line
+from fastagent_cli.models.overflow import is_context_overflow, with_overflow_advice
 
 __all__ = [
     "classify_status",
@@ -119,10 +128,11 @@ def error_from_response(provider: str, status: int, body: bytes, headers: Mappin
     head = f"{provider}: {status} {reason_phrase(status)}".rstrip()
     message = extract_error_message(body)
     text = f"{head}: {message}" if message else head
+    overflow = is_context_overflow(message)
     return ProviderError(
-        text,
+        with_overflow_advice(text) if overflow else text,
         status=status,
-        retryable=classify_status(status),
+        retryable=classify_status(status) and not overflow,
         retry_after=parse_retry_after(headers),
     )
 
@@ -132,10 +142,57 @@ def _detail(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def _url(exc: BaseException) -> str | None:
+    """The URL of the request that failed (without its query), when httpx knows it."""
+    try:
+        request = exc.request if isinstance(exc, httpx.RequestError) else None
+    except RuntimeError:  # an httpx error raised outside a request
+        return None
+    return None if request is None else str(request.url.copy_with(query=None, fragment=None))
+
+
+def _refused(exc: BaseException) -> bool:
+    """A ``connection refused`` anywhere in the exception's chain (httpx wraps it twice)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or getattr(seen, "errno", None) == errno.ECONNREFUSED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _on_this_machine(url: str) -> bool:
+    host = httpx.URL(url).host
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback or host in ("0.0.0.0", "::")
+    except ValueError:
+        return False
+
+
+def _not_listening(provider: str, url: str) -> ProviderError:
+    which = "Ollama (`ollama serve`)" if provider == "ollama" else "the model server"
+    return ProviderError(
+        f"{provider}: nothing is listening at {url} (connection refused): is {which} running? Start it, "
+        "or point the provider's baseUrl in models.json at the server",
+        retryable=False,
+    )
+
+
 def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """A :class:`ProviderError` for a transport failure (httpx exceptions, resets, timeouts)."""
     detail = _detail(exc)
+    url = _url(exc)
     retryable = True
+    if url is not None and isinstance(exc, httpx.ConnectError) and _refused(exc):
+        if _on_this_machine(url):
+            return _not_listening(provider, url)
+        return ProviderError(f"{provider}: connection refused by {url}", retryable=True)
+    if url is not None and isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        detail = f"{detail} ({url})"
     if isinstance(exc, httpx.PoolTimeout):
         message = "every model connection is busy (no free connection within the pool timeout)"
     elif isinstance(exc, httpx.ConnectTimeout):

@@ -22,6 +22,7 @@ from fastagent_cli.models._wire import (
     now_ms,
     parse_arguments,
 )
+from fastagent_cli.models.context_budget import OVERFLOW_ADVICE, estimate_input_tokens
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.http_errors import classify_status
 from fastagent_cli.models.openai_request import build_chat_request, encode_chat_request
@@ -29,7 +30,6 @@ from fastagent_cli.models.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
-    ModelInfo,
     ModelRequest,
     StreamDelta,
     Usage,
@@ -76,8 +76,9 @@ def _convert_usage(raw: dict[str, Any]) -> Usage:
 class _ChatStream:
     """Accumulates chunks of choice 0 into the final assistant message."""
 
-    def __init__(self, model: ModelInfo) -> None:
-        self.model = model
+    def __init__(self, request: ModelRequest) -> None:
+        self.request = request
+        self.model = request.model
         self.text: list[str] = []
         self.thinking: list[str] = []
         self.calls: dict[int, _PartialCall] = {}
@@ -167,7 +168,7 @@ class _ChatStream:
         provider = self.model.provider
         if not self.done and self.finish_reason is None:
             if not self.received:
-                raise ProviderError(f"{provider}: the server sent an empty response stream", retryable=True)
+                raise empty_stream_error(self.request)
             raise incomplete_stream(provider)
         content: list[AssistantBlock] = []
         if self.thinking:
@@ -200,6 +201,28 @@ class _ChatStream:
         return message
 
 
+def empty_stream_error(request: ModelRequest) -> ProviderError:
+    """A 200 with no data. llama-cpp-python answers a request that overflows the context window
+    this way (the reason is only in its log), so when the request fills half the window or more
+    the error says that is the likely cause, and is not retried: the same request fails again."""
+    model = request.model
+    used, _ = estimate_input_tokens(request.system, request.messages, request.tools)
+    text = f"{model.provider}: the server sent an empty response stream"
+    if used * 2 < model.context_window:
+        return ProviderError(
+            f"{text} (if the server's context window is smaller than the {model.context_window:,} "
+            f"tokens {model.spec} declares, this request of about {used:,} tokens may have overflowed "
+            "it: declare its contextWindow in models.json)",
+            retryable=True,
+        )
+    return ProviderError(
+        f"{text}, likely a context overflow: the request is about {used:,} tokens and {model.spec} "
+        f"declares a {model.context_window:,}-token context window (declare the server's real "
+        f"contextWindow in models.json if it is smaller); {OVERFLOW_ADVICE}",
+        retryable=False,
+    )
+
+
 def _error_in_body(provider: str, error: Any) -> ProviderError:
     """An ``{"error": ...}`` object sent inside a 200 stream (OpenRouter, some proxies)."""
     message = error.get("message") if isinstance(error, dict) else error
@@ -219,7 +242,7 @@ class OpenAIChatClient(HttpStreamClient):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
         url, headers, body = encode_chat_request(request)
-        state = _ChatStream(request.model)
+        state = _ChatStream(request)
         async with self._post_stream(request.model.provider, url, headers, body) as response:
             content_type = response.headers.get("content-type", "")
             if content_type.startswith("application/json"):  # the server ignored ``stream``

@@ -49,6 +49,8 @@ class ProviderInfo:
     custom: bool = False
     oauth: bool = False
     """A subscription login exists for it (``fastagent login <name>``)."""
+    key_optional: bool = False
+    """A key is used when set but not needed (the catalog's ``local`` server)."""
 
     @property
     def needs_key(self) -> bool:
@@ -80,6 +82,7 @@ def _model(provider: ProviderInfo, raw: Mapping[str, Any]) -> ModelInfo:
         api_key_env=provider.api_key_env,
         api_key=provider.api_key,
         oauth=provider.oauth,
+        key_optional=provider.key_optional,
     )
 
 
@@ -115,6 +118,7 @@ def _builtin_providers() -> dict[str, ProviderInfo]:
             compat=dict(raw.get("compat") or {}),
             default_model=raw.get("defaultModel"),
             oauth=bool(raw.get("oauth", False)),
+            key_optional=bool(raw.get("keyOptional", False)),
         )
         provider.models = {m["id"]: _model(provider, m) for m in raw["models"]}
         out[name] = provider

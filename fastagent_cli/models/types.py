@@ -78,6 +78,9 @@ class ModelInfo:
     oauth: bool = False
     """The provider offers a subscription login (``fastagent login``), so a credential is needed
     even when it names no environment variable."""
+    key_optional: bool = False
+    """A key is sent when one is set (``LOCAL_API_KEY``, a stored one), but none is needed: a
+    local server (llama.cpp, vLLM, LM Studio) runs without one."""
 
     @property
     def spec(self) -> str:
@@ -111,6 +114,9 @@ class ModelRequest:
     """Scratch space of the conversation, where a wire client may keep what it derived from
     ``messages`` (their encoded JSON) for the next request of the same conversation; the engine
     passes the session record's, so it lives and goes with the record's cached index."""
+    output_limit: int | None = None
+    """The most output tokens (thinking included) the model's context window leaves after this
+    request's input (see :mod:`fastagent_cli.models.context_budget`); ``None``: no limit known."""
 
 
 @dataclass(frozen=True, slots=True)

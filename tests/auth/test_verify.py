@@ -74,7 +74,7 @@ async def test_refused_connection_is_inconclusive() -> None:
         port = sock.getsockname()[1]
     verdict = await verify_key(openai_at(f"http://127.0.0.1:{port}/v1"), "sk-good")
     assert verdict.outcome == "inconclusive"
-    assert verdict.message.startswith("openai: connection failed")
+    assert verdict.message.startswith(f"openai: nothing is listening at http://127.0.0.1:{port}/v1/models")
 
 
 async def test_403_is_invalid_and_404_inconclusive(key_server: KeyServer) -> None:

@@ -33,11 +33,11 @@ def test_init_then_invoke_works_at_once(tmp_path: Path, run_cli: RunCli) -> None
     done = run_cli("init", "demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Created an agent in demo/fastagent (workspace demo):" in done.stdout
-    assert 'fastagent invoke "hello" demo --model scripted/demo' in done.stdout
+    assert 'fastagent invoke "hello" demo   # the offline demo model: no key, no network' in done.stdout
     assert _tree(tmp_path / "demo") == [f"fastagent/{rel}" for rel in FULL]
     answer = run_cli("invoke", "hi", "demo", "--model", "scripted/echo", cwd=tmp_path)
     assert (answer.returncode, answer.stdout) == (0, "echo: hi\n"), answer.stderr
-    demo = run_cli("invoke", "hello", "demo", "--model", "scripted/demo", cwd=tmp_path)
+    demo = run_cli("invoke", "hello", "demo", cwd=tmp_path)  # no --model: init wrote the demo model
     assert demo.returncode == 0, demo.stderr
     assert demo.stdout.startswith("Hello! I am **scripted/demo**") and "[tool] bash" in demo.stderr
     info = json.loads(run_cli("info", "demo", "--json", cwd=tmp_path).stdout)
@@ -47,9 +47,31 @@ def test_init_then_invoke_works_at_once(tmp_path: Path, run_cli: RunCli) -> None
     assert info["persona"] == str((tmp_path / "demo/fastagent/persona.md").resolve())
 
 
+def test_every_command_after_init_runs_without_a_model_or_a_terminal(tmp_path: Path, run_cli: RunCli) -> None:
+    """The README's examples after the quickstart (chat, fire, info) name no model and have no
+    terminal in CI: the model init wrote answers them."""
+    assert run_cli("init", "demo", cwd=tmp_path).returncode == 0
+    chat = run_cli("chat", "demo", cwd=tmp_path, input="hello\n")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout.startswith("Hello! I am **scripted/demo**")
+    assert "scripted/demo" in chat.stderr and "missing model" not in chat.stderr
+    info = json.loads(run_cli("info", "demo", "--json", cwd=tmp_path).stdout)
+    assert (info["model"], info["modelSource"], info["credentialSource"]) == (
+        "scripted/demo",
+        "fastagent.toml",
+        "not needed",
+    )
+
+
+def test_init_suggests_a_provider_whose_key_is_in_the_environment(tmp_path: Path, run_cli: RunCli) -> None:
+    done = run_cli("init", "demo", cwd=tmp_path, env={"GROQ_API_KEY": "gsk-x"})
+    assert '(GROQ_API_KEY is set: model = "groq/llama-3.3-70b-versatile" would use it)' in done.stdout
+    assert load_config(tmp_path / "demo/fastagent/fastagent.toml").model == "scripted/demo"  # only suggested
+
+
 def test_the_scaffold_is_valid(tmp_path: Path) -> None:
     files = template_files()
-    assert tomllib.loads(files["fastagent.toml"]) == {}  # every option is commented out
+    assert tomllib.loads(files["fastagent.toml"]) == {"model": "scripted/demo"}  # all else is commented
     for key in [*FastagentConfig.model_fields, *HttpConfig.model_fields, "max_tool_rounds", "secrets", "apt"]:
         assert re.search(rf"^# (\[)?{key}\b", files["fastagent.toml"], re.M), key
     settings = re.findall(r"^# (\[[\w.]+\]|[a-z_]+ = .+)$", files["fastagent.toml"], flags=re.M)

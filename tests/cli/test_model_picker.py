@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import tomllib
@@ -59,15 +60,16 @@ def test_template_placeholder_is_uncommented_and_every_other_line_kept() -> None
     assert tomllib.loads(new) == {"model": "openai/gpt-5-mini", "http": {"port": 8787}}
 
 
-def test_the_init_template_gets_its_placeholder_uncommented() -> None:
-    template = Path(fastagent_cli.__file__).parent / "data" / "templates" / "fastagent.toml"
-    if not template.is_file():
-        pytest.skip("the init template has not landed yet")
-    text = template.read_text()
+def test_the_init_template_gets_its_model_replaced() -> None:
+    text = (Path(fastagent_cli.__file__).parent / "data" / "templates" / "fastagent.toml").read_text()
     new = set_model_text(text, "openai/gpt-5-mini")
     assert new is not None
-    assert new == text.replace('# model = "anthropic/claude-sonnet-4-5"', 'model = "openai/gpt-5-mini"', 1)
+    assert new == text.replace('model = "scripted/demo"', 'model = "openai/gpt-5-mini"', 1)
     assert tomllib.loads(new) == {"model": "openai/gpt-5-mini"}
+    without = text.replace('model = "scripted/demo"\n', "", 1)  # a user removed the line: the example
+    assert set_model_text(without, "openai/gpt-5-mini") == without.replace(
+        '# model = "anthropic/claude-sonnet-4-5"', 'model = "openai/gpt-5-mini"', 1
+    )
 
 
 def test_active_model_line_is_replaced_keeping_its_comment() -> None:
@@ -137,8 +139,9 @@ def test_ready_providers_first_with_their_source(tmp_path: Path) -> None:
     assert notes[:3] == [
         ("anthropic", "ready — stored credential"),
         ("groq", "ready — GROQ_API_KEY"),
-        ("ollama", "no key needed"),
+        ("ollama", "no key needed (the server must be running)"),
     ]
+    assert ("local", "no key needed (the server must be running)") in notes  # LOCAL_API_KEY is optional
     assert ("openai", "needs OPENAI_API_KEY — login runs next") in notes
     assert choices[1].models[0] == "groq/llama-3.3-70b-versatile"  # the provider's default first
 
@@ -228,16 +231,17 @@ def test_picker_lists_ready_providers_first_and_saves_the_choice(agent: Path, tm
         order = [
             listing.index(s) for s in ("anthropic ready — stored credential", "groq ready — GROQ_API_KEY")
         ]
-        order.append(listing.index("ollama no key needed"))
+        order.append(listing.index("scripted offline: echoes the prompt"))
+        order.append(listing.index("ollama no key needed (the server must be running)"))
         order.append(listing.index("openai needs OPENAI_API_KEY — login runs next"))
-        order.append(listing.index("scripted offline test model"))
         assert order == sorted(order)
-        assert f"{prompt.group(1)} scripted/echo" in listing  # the offline model is the last entry
-        term.sendline("99")
-        term.expect(f"No model number 99: pick 1-{prompt.group(1)}")
+        echo = re.search(r"(\d+) scripted/echo", listing)
+        assert echo is not None  # the offline model comes right after the ready providers
+        term.sendline("999")
+        term.expect(f"No model number 999: pick 1-{prompt.group(1)}")
         term.sendline("nope/x")
         term.expect('unknown provider "nope"')
-        term.sendline(prompt.group(1))
+        term.sendline(echo.group(1))
         term.expect("echo: hi there")
         assert term.wait() == 0
         assert f'saved model = "scripted/echo" in {agent / "fastagent.toml"}' in term.stderr

@@ -128,3 +128,44 @@ def test_error_from_exception(exc: Exception, fragment: str, retryable: bool) ->
     assert fragment in err.message
     assert err.retryable is retryable
     assert err.status is None
+
+
+def _refused_at(url: str) -> httpx.ConnectError:
+    exc = httpx.ConnectError("All connection attempts failed", request=httpx.Request("POST", url))
+    exc.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    return exc
+
+
+def test_a_refused_remote_connection_names_the_url_and_stays_retryable() -> None:
+    err = error_from_exception("vllm", _refused_at("http://10.1.2.3:8000/v1/chat/completions?x=1"))
+    assert err.message == "vllm: connection refused by http://10.1.2.3:8000/v1/chat/completions"
+    assert err.retryable
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]"])
+def test_a_refused_connection_on_this_machine_is_final(host: str) -> None:
+    err = error_from_exception("local", _refused_at(f"http://{host}:8080/v1/chat/completions"))
+    assert not err.retryable
+    assert f"nothing is listening at http://{host}:8080/v1/chat/completions" in err.message
+    assert "is the model server running?" in err.message
+
+
+def test_other_connection_failures_name_the_url() -> None:
+    exc = httpx.ConnectTimeout("timed out", request=httpx.Request("POST", "https://api.example/v1/messages"))
+    err = error_from_exception("anthropic", exc)
+    assert err.message == "anthropic: connection timed out: timed out (https://api.example/v1/messages)"
+
+
+def test_a_context_overflow_answer_says_what_to_do_and_is_not_retried() -> None:
+    body = json.dumps(
+        {
+            "error": {
+                "code": 500,
+                "message": "the request exceeds the available context size, try increasing it",
+            }
+        }
+    ).encode()
+    err = error_from_response("local", 500, body, {})
+    assert not err.retryable
+    assert err.message.startswith("local: 500 Internal Server Error: the request exceeds the available")
+    assert "no longer fits the model's context window: start a new session (/new in chat" in err.message

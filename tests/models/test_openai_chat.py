@@ -336,15 +336,20 @@ async def test_error_object_inside_the_stream(fake: FakeOpenAI, client: OpenAICh
     assert err.retryable and err.status == 502 and "upstream died" in err.message
 
 
-async def test_connection_refused_is_retryable(client: OpenAIChatClient) -> None:
+async def test_a_refused_local_connection_fails_at_once_naming_the_url(client: OpenAIChatClient) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     model = ModelInfo(
-        provider="local", id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1"
+        provider="ollama", id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1"
     )
     err = await fails(client, make_request(model))
-    assert err.retryable and err.message.startswith("local: connection failed:")
+    assert not err.retryable  # nothing listens there: retrying for 15 s would not help
+    assert err.message == (
+        f"ollama: nothing is listening at http://127.0.0.1:{port}/v1/chat/completions (connection "
+        "refused): is Ollama (`ollama serve`) running? Start it, or point the provider's baseUrl in "
+        "models.json at the server"
+    )
 
 
 # ----------------------------------------------------------------------------- cancellation

@@ -10,7 +10,9 @@ Renewal is the part that must not go wrong. Refresh tokens are single-use, and s
 3. otherwise the refresh request goes out, and the new tokens are written back atomically (0600 in
    a 0700 directory, re-applied) before the lock is released;
 4. the renewal runs as its own task, so a turn cancelled half-way does not drop tokens the server
-   already rotated.
+   already rotated;
+5. the login is renewed in the file it was found in: the agent's own, or the global
+   ``~/.fastagent/auth.json`` it falls back to.
 
 A refresh token the server refuses (revoked, already spent) is a :class:`CredentialError` telling
 the user to log in again; the stored login is left as it is. A server that cannot be reached is a
@@ -40,23 +42,25 @@ RENEW_LOCK_TIMEOUT_S = 60.0
 class OAuthCredentials:
     """:class:`~fastagent_cli.models.credentials.CredentialSource` with login renewal."""
 
-    def __init__(self, auth_path: Path | None) -> None:
+    def __init__(self, auth_path: Path | None, global_path: Path | None = None) -> None:
         self.auth_path = auth_path
+        self.global_path = global_path
         self._from_env: dict[tuple[str, str], dict[str, Any]] = {}
 
     def peek(self, model: ModelInfo) -> Credential:
-        return resolve_credential(model, self.auth_path)
+        return resolve_credential(model, self.auth_path, global_path=self.global_path)
 
     async def acquire(self, model: ModelInfo) -> Credential:
-        credential = resolve_credential(model, self.auth_path)
+        credential = self.peek(model)
         provider = OAUTH_PROVIDERS.get(model.provider)
         if provider is None or credential.key is None:
             return credential
         if credential.is_oauth:
-            assert self.auth_path is not None  # an OAuth credential comes from the file
-            entry = read_auth_file(self.auth_path).get(model.provider) or {}
+            path = credential.path
+            assert path is not None  # an OAuth credential comes from a file
+            entry = read_auth_file(path).get(model.provider) or {}
             if credential.expired(now_ms()):
-                entry = await asyncio.shield(asyncio.ensure_future(self._renew(provider, self.auth_path)))
+                entry = await asyncio.shield(asyncio.ensure_future(self._renew(provider, path)))
                 credential = replace(credential, key=str(entry["access"]), expires=int(entry["expires"]))
             return self._with_base_url(provider, model, credential, entry)
         if provider.from_environment is not None and credential.source in model.api_key_env:

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +35,7 @@ from fastagent_cli.engine.compaction.summary import (
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import AssistantMessage, UserMessage, now_ms
+from fastagent_cli.models.overflow import is_context_overflow
 from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, StreamDelta
 from fastagent_cli.sessions.record import SessionRecord
@@ -58,39 +58,8 @@ __all__ = [
 
 OVERFLOW_RECOVERY_FAILED = "Context overflow recovery failed after one compact-and-retry attempt."
 
-_OVERFLOW = re.compile(
-    "|".join(
-        (
-            r"prompt is too long",
-            r"input is too long for requested model",
-            r"exceeds the context window",
-            r"input token count.*exceeds the maximum",
-            r"maximum prompt length is \d+",
-            r"reduce the length of the messages",
-            r"maximum context length is \d+ tokens",
-            r"exceeds the limit of \d+",
-            r"exceeds the available context size",
-            r"greater than the context length",
-            r"context window exceeds limit",
-            r"exceeded model token limit",
-            r"too large for model with \d+ maximum context length",
-            r"model_context_window_exceeded",
-            r"context[_ ]length[_ ]exceeded",
-            r"too many tokens",
-            r"token limit exceeded",
-        )
-    ),
-    re.IGNORECASE,
-)
-_NO_BODY = re.compile(r"^4(00|13)\s*(status code)?\s*\(no body\)", re.IGNORECASE)
-
 RetryNotice = Callable[[int, int, int, str], None]
 """``(attempt, max_attempts, delay_ms, error)``: a summary call is about to be retried."""
-
-
-def is_context_overflow(message: str) -> bool:
-    """Does a provider's error say the request did not fit the model's context? (pi §4.8)"""
-    return bool(_OVERFLOW.search(message) or _NO_BODY.search(message.strip()))
 
 
 @dataclass(frozen=True, slots=True)

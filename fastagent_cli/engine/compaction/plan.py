@@ -1,7 +1,8 @@
 """What a compaction summarises and what it keeps (pi's ``prepareCompaction``, §5.5).
 
 * Tokens are estimated at four characters each (an image counts 4 800 characters); the context's
-  size is the last answer's reported usage plus estimates for what came after it.
+  size is the last answer's reported usage plus estimates for what came after it (both from
+  :mod:`fastagent_cli.models.context_budget`, which the request's fit to the window uses too).
 * The cut point: walk back from the newest entry summing estimates until ``keep_recent_tokens``;
   cut at the nearest valid point at or after there (a user, assistant or custom message, a
   ``custom_message`` or ``branch_summary``; never a tool result), pulling in the non-message
@@ -15,13 +16,12 @@
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastagent_cli.messages import Message
+from fastagent_cli.models.context_budget import context_tokens, estimate_tokens, usage_tokens
 from fastagent_cli.sessions.record import entry_message
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
 
 ALREADY_COMPACTED = "Already compacted"
 NOTHING_TO_COMPACT_TEXT = "Nothing to compact (session too small)"
-IMAGE_CHARS = 4800
 
 Entry = Mapping[str, Any]
 
@@ -54,49 +53,6 @@ class CompactionPlan:
     @property
     def split_turn(self) -> bool:
         return bool(self.turn_prefix)
-
-
-def estimate_tokens(message: Mapping[str, Any]) -> int:
-    """chars/4, rounded up (images count :data:`IMAGE_CHARS`; a tool call its name and
-    arguments)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return math.ceil(len(content) / 4)
-    chars = 0
-    for block in content or []:
-        kind = block.get("type")
-        if kind == "text":
-            chars += len(block.get("text", ""))
-        elif kind == "thinking":
-            chars += len(block.get("thinking", ""))
-        elif kind == "toolCall":
-            chars += len(block.get("name", "")) + len(json.dumps(block.get("arguments", {})))
-        elif kind == "image":
-            chars += IMAGE_CHARS
-    return math.ceil(chars / 4)
-
-
-def usage_tokens(usage: Mapping[str, Any]) -> int:
-    total = int(usage.get("totalTokens") or 0)
-    if total:
-        return total
-    return sum(int(usage.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite"))
-
-
-def context_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """How full a context is: the last good answer's usage plus estimates for what followed it
-    (all estimates when no answer reported usage)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if (
-            message.get("role") == "assistant"
-            and message.get("stopReason") not in ("error", "aborted")
-            and isinstance(message.get("usage"), Mapping)
-        ):
-            reported = usage_tokens(message["usage"])
-            if reported:
-                return reported + sum(estimate_tokens(m) for m in messages[index + 1 :])
-    return sum(estimate_tokens(m) for m in messages)
 
 
 def _is_cut_point(entry: Entry) -> bool:
