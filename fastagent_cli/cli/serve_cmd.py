@@ -163,7 +163,7 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
 
 
 def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
-    from fastagent_cli.serving.binding import check_tunnel_bind
+    from fastagent_cli.serving.binding import check_tunnel_bind, resolve_bind, resolve_port
     from fastagent_cli.serving.control import CONTROL_TOKEN_ENV, DEV_CONTROL_TOKEN_ENV, mint_control_token
     from fastagent_cli.serving.supervisor import DevSupervisor
 
@@ -188,6 +188,8 @@ def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
         worker_args=_worker_args(options, model),
         env=environment,
         agent_dir=surface.agent_dir,
+        host=resolve_bind(options, config.http.host),
+        listen_port=resolve_port(options, config.http.port),
         tunnel=options.tunnel,
     )
     _finish(run_async(supervisor.run()))

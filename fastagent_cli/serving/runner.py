@@ -173,9 +173,9 @@ async def _serve(
     host = resolve_bind(options, config.http.host)
     try:
         check_tunnel_bind(options, config.http.host)
-        pinned = link.port if link is not None else None
-        port = pinned if pinned is not None else resolve_port(options, config.http.port)
-        server = serve(service.handler, port=port, host=host, close_timeout=_HANDLER_GRACE_S)
+        sockets = link.listen_sockets() if link is not None else []  # the dev supervisor's
+        port = resolve_port(options, config.http.port)
+        server = serve(service.handler, port=port, host=host, close_timeout=_HANDLER_GRACE_S, sockets=sockets)
         bound = await server.listening
     except BaseException:
         await _close_quietly(service.close(_CONNECTION_STOP_S))

@@ -5,12 +5,16 @@ code edits (features R1-R5).
   own process group with the environment ``dev`` started with (so an edited ``.env`` is re-read,
   never shadowed by the supervisor's copy). It reports ``ready`` over an inherited socket
   (:mod:`~fastagent_cli.serving.worker_link`).
-* The port is stable: once the first worker has bound (``--port 0`` included), every later worker
-  is told to bind that port, and is spawned only after the previous one has exited.
+* The supervisor owns the address: it binds the listening sockets once, before the first worker
+  (:mod:`~fastagent_cli.serving.listen`; ``--port 0`` picks the port then), and every worker
+  serves on those inherited sockets. A worker is spawned only after the previous one has exited;
+  connections that arrive in between wait in the kernel's queue for the new worker, so a reload
+  refuses none (``bench/dev_reload.py`` counts them).
 * A code edit (:mod:`~fastagent_cli.serving.watch`) stops the worker (SIGTERM, SIGKILL to its group
   after :data:`STOP_GRACE_S`) and spawns a new one.
 * A worker that fails before any worker ever served ends ``dev`` with its exit code; after one
-  has served, a failure is reported and ``dev`` waits for the next save.
+  has served, a failure is reported and ``dev`` waits for the next save, answering every request
+  ``503`` meanwhile (saying why), rather than leaving clients waiting in the queue.
 * The tunnel belongs to the supervisor: opened once the first worker is ready, it survives
   restarts. Its URL is sent to every worker once it is ready, which announces it to its channels
   (webhook registration).
@@ -31,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.serving.listen import Unavailable, bind_sockets, bound_port
 from fastagent_cli.serving.runner import Outcome, ShutdownSignal
 from fastagent_cli.serving.tunnel import Tunnel
 from fastagent_cli.serving.watch import CodeWatcher, watching_line
 from fastagent_cli.serving.worker_link import (
     DEV_IPC_FD_ENV,
-    DEV_PORT_ENV,
+    DEV_LISTEN_FDS_ENV,
     DEV_WORKER_ENV,
     read_ready,
     send_public_url,
@@ -90,10 +95,16 @@ class DevSupervisor:
     env: Mapping[str, str]
     """The environment ``dev`` started with."""
     agent_dir: Path
+    host: str | None = None
+    """The address to listen on (``None``: every interface)."""
+    listen_port: int = 8787
+    """The port to bind (0 picks one)."""
     tunnel: bool = False
     stop_grace: float = STOP_GRACE_S
     port: int | None = None
+    """The bound port."""
     served: bool = False
+    _sockets: list[socket.socket] = field(default_factory=list)
     _worker: _Worker | None = None
     _tunnel: Tunnel | None = None
     _opening: asyncio.Task[str | None] | None = None
@@ -101,6 +112,8 @@ class DevSupervisor:
     _stop: ShutdownSignal = field(default_factory=lambda: ShutdownSignal(STOP_GRACE_S + 2))
 
     async def run(self) -> Outcome:
+        self._sockets = bind_sockets(self.host, self.listen_port)  # ServeError: nothing started yet
+        self.port = bound_port(self._sockets)
         self._stop.install()
         watcher = CodeWatcher(self.agent_dir)
         await watcher.start()
@@ -130,24 +143,32 @@ class DevSupervisor:
             if not self.served:
                 return code if code > 0 else 1
             log.error("[fastagent] dev stopped (worker exited: %s) — save a change to retry", _exit(code))
-            if await self._wait_change(watcher) == "stop":
-                return 0
+            unavailable = Unavailable(
+                self._sockets,
+                f"fastagent dev: the worker exited ({_exit(code)}); fix the error shown in the dev "
+                "terminal and save a change to retry",
+            )
+            await unavailable.start()
+            try:
+                if await self._wait_change(watcher) == "stop":
+                    return 0
+            finally:
+                await unavailable.close()
 
     async def _spawn(self) -> _Worker:
         parent, child = socket.socketpair()
         env = dict(self.env)
         env[DEV_WORKER_ENV] = "1"
         env[DEV_IPC_FD_ENV] = str(child.fileno())
-        env.pop(DEV_PORT_ENV, None)
-        if self.port is not None:
-            env[DEV_PORT_ENV] = str(self.port)
+        listening = [sock.fileno() for sock in self._sockets]
+        env[DEV_LISTEN_FDS_ENV] = ",".join(map(str, listening))
         try:
             process = await asyncio.create_subprocess_exec(
                 *cli_command(),
                 *self.worker_args,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
-                pass_fds=(child.fileno(),),
+                pass_fds=(child.fileno(), *listening),
                 process_group=0,  # the supervisor alone forwards Ctrl+C, as SIGTERM
             )
         finally:
@@ -159,10 +180,6 @@ class DevSupervisor:
         return _Worker(process, writer, ready, exited)
 
     def _on_ready(self, worker: _Worker) -> None:
-        message = worker.ready.result() or {}
-        port = message.get("port")
-        if isinstance(port, int):
-            self.port = port
         self.served = True
         if self._public_url is not None:
             send_public_url(worker.link, self._public_url)
@@ -236,6 +253,8 @@ class DevSupervisor:
         if self._tunnel is not None:
             steps.append(self._tunnel.close())
         await asyncio.gather(*steps, return_exceptions=True)
+        for sock in self._sockets:
+            sock.close()
 
 
 def _exit(code: int) -> str:

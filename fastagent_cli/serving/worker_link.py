@@ -1,8 +1,9 @@
 """The line between the ``dev`` supervisor and its worker: one inherited Unix socket.
 
 The supervisor spawns the worker with ``FASTAGENT_DEV_WORKER=1``, the socket's descriptor in
-``FASTAGENT_DEV_IPC_FD`` and, after the first worker has bound, the port to keep in
-``FASTAGENT_DEV_PORT``. Once listening, the worker writes one JSON line
+``FASTAGENT_DEV_IPC_FD`` and the listening sockets it owns (:mod:`~fastagent_cli.serving.listen`)
+as descriptors in ``FASTAGENT_DEV_LISTEN_FDS`` (comma-separated): the worker serves on them and
+binds nothing itself. Once listening, the worker writes one JSON line
 ``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The supervisor answers with
 ``{"type": "public_url", "url": ...}`` whenever it has a ``--tunnel`` URL for this worker (the
 worker announces it to its channels). The socket is also a lifeline: when the supervisor goes away
@@ -17,12 +18,12 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "DEV_IPC_FD_ENV",
-    "DEV_PORT_ENV",
+    "DEV_LISTEN_FDS_ENV",
     "DEV_WORKER_ENV",
     "WorkerLink",
     "public_url_of",
@@ -32,16 +33,16 @@ __all__ = [
 
 DEV_WORKER_ENV = "FASTAGENT_DEV_WORKER"
 DEV_IPC_FD_ENV = "FASTAGENT_DEV_IPC_FD"
-DEV_PORT_ENV = "FASTAGENT_DEV_PORT"
+DEV_LISTEN_FDS_ENV = "FASTAGENT_DEV_LISTEN_FDS"
 
 
 class WorkerLink:
     """The worker's end of the line."""
 
-    def __init__(self, fd: int, port: int | None) -> None:
+    def __init__(self, fd: int, listen_fds: Sequence[int] = ()) -> None:
         self.fd = fd
-        self.port = port
-        """The port the supervisor keeps stable across restarts (``None`` on the first spawn)."""
+        self.listen_fds = tuple(listen_fds)
+        """The supervisor's listening sockets, kept across restarts (empty: bind as configured)."""
         self._writer: asyncio.StreamWriter | None = None
         self._watch: asyncio.Task[None] | None = None
         self.public_urls: asyncio.Queue[str] = asyncio.Queue()
@@ -52,17 +53,21 @@ class WorkerLink:
         environ = os.environ if env is None else env
         if environ.get(DEV_WORKER_ENV) != "1" or not environ.get(DEV_IPC_FD_ENV, "").isdigit():
             return None
-        raw_port = environ.get(DEV_PORT_ENV, "")
-        return cls(int(environ[DEV_IPC_FD_ENV]), int(raw_port) if raw_port.isdigit() else None)
+        raw = [part for part in environ.get(DEV_LISTEN_FDS_ENV, "").split(",") if part.isdigit()]
+        return cls(int(environ[DEV_IPC_FD_ENV]), [int(part) for part in raw])
 
     @classmethod
     def claim(cls) -> WorkerLink | None:
         """:meth:`from_env`, then clear the variables so processes this worker starts (a tool
         running ``fastagent``...) do not take themselves for a dev worker."""
         link = cls.from_env()
-        for name in (DEV_WORKER_ENV, DEV_IPC_FD_ENV, DEV_PORT_ENV):
+        for name in (DEV_WORKER_ENV, DEV_IPC_FD_ENV, DEV_LISTEN_FDS_ENV):
             os.environ.pop(name, None)
         return link
+
+    def listen_sockets(self) -> list[socket.socket]:
+        """The inherited listening sockets, as socket objects (this process owns the copies)."""
+        return [socket.socket(fileno=fd) for fd in self.listen_fds]
 
     async def open(self, on_lost: Callable[[], None]) -> None:
         """Connect, and call ``on_lost`` when the supervisor's end closes."""

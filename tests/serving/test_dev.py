@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 from pathlib import Path
 
 import aiohttp
@@ -106,6 +107,44 @@ async def test_tool_edit_restarts_persona_edit_does_not(agent: Path) -> None:
         assert dev.process.returncode is None
 
 
+async def test_reloads_refuse_no_request(agent: Path) -> None:
+    """The supervisor keeps the listening socket: requests sent while a worker restarts wait for
+    the next one instead of being refused (bench/dev_reload.py measures it under load)."""
+    async with ServerProcess.spawn("dev", str(agent), *DEV) as dev:
+        port = await dev.port()
+        outcomes: list[object] = []
+        stop = asyncio.Event()
+
+        async def client() -> None:
+            while not stop.is_set():
+                try:
+                    outcomes.append((await get(port))[0])
+                except (aiohttp.ClientError, OSError) as exc:
+                    outcomes.append(repr(exc))
+                await asyncio.sleep(0.02)
+
+        task = asyncio.create_task(client())
+        for version in ("v2", "v3", "v4"):
+            before = len(dev.lines)
+            (agent / "tools" / "probe.py").write_text(probe_tool(version))
+            assert await dev.port(after=before) == port
+        stop.set()
+        await task
+        assert dev.count(RESTART) == 3
+        assert len(outcomes) > 10 and set(outcomes) == {200}, outcomes
+
+
+async def test_a_port_in_use_stops_dev_before_any_worker(agent: Path, run_cli: RunCli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("dev", str(agent), "--port", str(port), "--bind", "127.0.0.1", timeout=30)
+    assert done.returncode == 1
+    assert f"Error: cannot listen on 127.0.0.1:{port}: the port is already in use" in done.stderr
+    assert "worker" not in done.stderr
+
+
 async def test_env_edit_restarts_and_the_worker_reads_the_new_value(agent: Path) -> None:
     async with ServerProcess.spawn("dev", str(agent), *DEV) as dev:
         port = await dev.port()
@@ -144,8 +183,12 @@ async def test_failing_worker_waits_for_the_next_save(agent: Path) -> None:
         (agent / "fastagent.toml").write_text(config + "model = \n")
         await dev.wait_for(r"^Error: .*fastagent\.toml: TOML syntax error", after=before)
         await dev.wait_for(STOPPED, after=before)
-        with pytest.raises((aiohttp.ClientError, OSError)):
-            await get(port)
+        status, body = await get(port)  # the supervisor answers while no worker can run
+        assert (status, body) == (
+            503,
+            "fastagent dev: the worker exited (code 1); fix the error shown in the dev terminal and "
+            "save a change to retry\n",
+        )
         before = len(dev.lines)
         (agent / "fastagent.toml").write_text(config)
         assert await dev.port(after=before) == port
