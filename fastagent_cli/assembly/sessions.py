@@ -161,6 +161,30 @@ class SessionPort:
                 record.append_many(entries)
             return result
 
+    async def pin_model(self, session: str, spec: str) -> SessionSettings:
+        """An explicit model choice for ``session`` (``--model`` on ``invoke`` / ``chat``): it runs
+        the next turn and is recorded as the session's model (``model_change``, and
+        ``thinking_level_change`` for a ``:level`` suffix), unless the session records it already.
+        The session is created if new; busy: SessionError at once. Returns its settings."""
+        async with self._leased(session, True) as record:
+            context = record.context()
+            current = resolve_session_settings(context, self._models, self._default_thinking)
+            planned, result = self.plan(current, model=spec)
+            recorded = {"model_change": context.model, "thinking_level_change": context.thinking_level}
+            entries = [
+                (kind, fields)
+                for kind, fields in planned
+                if recorded[kind]
+                != (
+                    (fields["provider"], fields["modelId"])
+                    if kind == "model_change"
+                    else fields["thinkingLevel"]
+                )
+            ]
+            if entries:
+                record.append_many(entries)
+            return result
+
     async def carry(self, session: str, settings: SessionSettings) -> None:
         """Write ``settings`` into ``session`` (created if new) where they differ from the agent's
         defaults: how a new chat session keeps the model and thinking level chosen before."""

@@ -6,13 +6,21 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
 from fastagent_cli.cli.completers import agent_dirs, model_specs
 
-__all__ = ["auth_path_option", "dir_argument", "model_option", "run_async", "say", "sessions_dir_option"]
+__all__ = [
+    "auth_path_option",
+    "claim_stdout",
+    "dir_argument",
+    "model_option",
+    "run_async",
+    "say",
+    "sessions_dir_option",
+]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,6 +34,26 @@ def say(line: str) -> None:
     """A diagnostic line on stderr (stdout stays clean for answers and JSON)."""
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def claim_stdout() -> TextIO:
+    """Keep stdout for this command's own output (an answer, ``--json`` events).
+
+    Returns a stream on the original stdout; from then on the process's stdout, at the Python
+    level (``print`` in a tool) and at the descriptor (a process a tool starts, a C library), is
+    stderr, so nothing else lands between the answer's lines. Call it once, after any prompt.
+    """
+    sys.stdout.flush()
+    original = sys.stdout
+    out = os.fdopen(
+        os.dup(original.fileno()),
+        "w",
+        encoding=getattr(original, "encoding", None) or "utf-8",
+        errors=getattr(original, "errors", None) or "strict",
+    )
+    os.dup2(sys.stderr.fileno(), original.fileno())
+    sys.stdout = sys.stderr
+    return out
 
 
 def color(stream: Any = None) -> bool:

@@ -76,18 +76,17 @@ def fire(
     The schedule's claims are not touched: its next cron slot still fires.
     """
     from fastagent_cli.assembly import inspect_agent_dir, open_agent
-    from fastagent_cli.cli.invoke_cmd import stream_turn
+    from fastagent_cli.cli.common import claim_stdout
+    from fastagent_cli.cli.invoke_cmd import say_findings, stream_turn
     from fastagent_cli.cli.model_picker import ensure_model
 
     surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
     schedule = find_schedule(surface.schedules, name)  # an unknown name fails before any picker
     ensure_model(surface, no_input)
+    out = claim_stdout()  # what a tool prints goes to stderr, not between the answer's lines
     opened = open_agent(surface)
     if not as_json:
         say(f"[fastagent] fire: {name} (session {schedule.session}, {opened.model_spec})")
-        for failure in opened.surface.schedules.failures:
-            say(f"[fastagent] warn: {failure.message}")
-    if opened.placement.hint:
-        say(opened.placement.hint)
-    if not run_async(stream_turn(opened, schedule.session, schedule.prompt, as_json)):
+    say_findings(opened)
+    if not run_async(stream_turn(opened, schedule.session, schedule.prompt, as_json, out)):
         raise SystemExit(1)

@@ -1,33 +1,41 @@
 """``fastagent invoke <message> [dir]``: one turn, for scripts and CI.
 
-The answer streams to stdout (newline at the end); tool lines, retries and failures go to stderr;
-``--json`` prints every event as one JSON line on stdout instead. Exit 1 iff the turn failed.
-Without ``--session`` every call is a fresh session.
+The answer streams to stdout (newline at the end); the session id (``[fastagent] session: <id>``),
+tool lines, retries, warnings about broken definition files and failures go to stderr; ``--json``
+prints every event as one JSON line on stdout instead, after a first line
+``{"type": "session", "session": <id>, "model": <spec>}``. Exit 1 iff the turn failed. Without
+``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
+tool prints (or a process it starts) goes to stderr.
+
+An explicit ``--model`` runs this turn and becomes the session's model (a ``model_change`` entry),
+so the header always names the model that runs: the session's own model when it has one.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import sys
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from fastagent_cli.cli.common import (
     auth_path_option,
+    claim_stdout,
     dir_argument,
     model_option,
     run_async,
     say,
     sessions_dir_option,
 )
-from fastagent_cli.errors import UsageError
+from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent
 
-__all__ = ["invoke", "stream_turn"]
+__all__ = ["invoke", "say_findings", "stream_turn"]
 
 
 def _read_message(message: str | None) -> str:
@@ -38,11 +46,29 @@ def _read_message(message: str | None) -> str:
     return message
 
 
+def _check_order(message: str | None, directory: str) -> None:
+    """``invoke demo "Hello"``: the directory does not exist and the message is one."""
+    if message is None or directory == "." or os.path.exists(os.path.expanduser(directory)):
+        return
+    if os.path.isdir(os.path.expanduser(message)):
+        raise UsageError(
+            f"no such directory: {directory}; MESSAGE comes first, then DIR: "
+            f"fastagent invoke {_quoted(directory)} {_quoted(message)}"
+        )
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
 @click.command()
 @click.argument("message", required=False)
 @dir_argument
 @model_option
 @click.option("--session", help="Session id to continue (default: a fresh session per call).")
+@click.option("--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session.")
 @click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
 @sessions_dir_option
 @auth_path_option
@@ -52,6 +78,7 @@ def invoke(
     directory: str,
     model: str | None,
     session: str | None,
+    continue_last: bool,
     as_json: bool,
     sessions_dir: str | None,
     auth_path: str | None,
@@ -59,8 +86,14 @@ def invoke(
 ) -> None:
     """Run one turn of the agent in DIR (default .) and print the answer.
 
-    MESSAGE may be - to read the prompt from stdin.
+    MESSAGE may be - to read the prompt from stdin. The session id is printed on stderr; continue
+    it with --session ID, or --continue for the agent's most recent session.
     """
+    if session is not None and continue_last:
+        raise UsageError("--session and --continue are mutually exclusive")
+    if session is not None and not session.strip():
+        raise UsageError("--session needs a non-empty id")
+    _check_order(message, directory)
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
@@ -70,20 +103,76 @@ def invoke(
     surface = read_agent(
         directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, no_input=no_input
     )
+    out = claim_stdout()  # from here on, only the answer (or the events) reaches stdout
     opened = open_agent(surface)
-    if not as_json:
-        say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {opened.model_spec})")
-    if opened.placement.hint:
-        say(opened.placement.hint)
-    ok = run_async(stream_turn(opened, session or str(uuid.uuid4()), text, as_json))
+    say_findings(opened)
+    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out))
     if not ok:
         raise SystemExit(1)
 
 
-async def stream_turn(opened: OpenedAgent, session: str, text: str, as_json: bool) -> bool:
+def say_findings(opened: OpenedAgent) -> None:
+    """Warn on stderr about what the agent lacks (a tool file that failed, a broken skill, ...), as
+    ``start`` and ``info`` do: the model would otherwise silently miss it."""
+    for finding in opened.findings():
+        say(f"[fastagent] warn: {finding.message}")
+    if opened.placement.hint:
+        say(opened.placement.hint)
+
+
+async def _invoke(
+    opened: OpenedAgent, session: str | None, continue_last: bool, text: str, as_json: bool, out: TextIO
+) -> bool:
+    try:
+        chosen = await _choose_session(opened, session, continue_last)
+        spec = await _settle_model(opened, chosen)
+    except BaseException:
+        await opened.aclose()
+        raise
+    if not as_json:
+        say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {spec})")
+    say(f"[fastagent] session: {chosen}")
+    return await stream_turn(opened, chosen, text, as_json, out, model=spec)
+
+
+async def _choose_session(opened: OpenedAgent, session: str | None, continue_last: bool) -> str:
+    if session is not None:
+        return session
+    if continue_last:
+        latest = await opened.sessions.list(1)
+        if latest:
+            return latest[0].session
+        say(f"[fastagent] no sessions yet in {opened.sessions_dir}: starting a new one")
+    return str(uuid.uuid4())
+
+
+async def _settle_model(opened: OpenedAgent, session: str) -> str:
+    """The model this turn runs: an explicit ``--model`` (recorded as the session's model), else
+    the session's own, else the agent's."""
+    if opened.model_source == "--model":
+        return (await opened.sessions.pin_model(session, opened.model_spec)).spec
+    try:
+        view = await opened.sessions.read(session)
+    except FastagentError:
+        return opened.sessions.defaults().spec  # an unreadable record: the turn reports it
+    return (view.settings if view is not None else opened.sessions.defaults()).spec
+
+
+async def stream_turn(
+    opened: OpenedAgent,
+    session: str,
+    text: str,
+    as_json: bool,
+    out: TextIO | None = None,
+    *,
+    model: str | None = None,
+) -> bool:
     """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
-    answer on stdout, tool lines and failures on stderr (``as_json``: every event as a JSON line on
-    stdout). Returns whether the turn completed (``fire`` shares it)."""
+    answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
+    ``session`` line, then every event as a JSON line on ``out``). Returns whether the turn
+    completed (``fire`` shares it)."""
+    import json
+
     from fastagent_cli.contract import (
         Completed,
         Failed,
@@ -97,15 +186,21 @@ async def stream_turn(opened: OpenedAgent, session: str, text: str, as_json: boo
         event_to_wire,
     )
 
-    out = sys.stdout
+    out = out or sys.stdout
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
     names: dict[str, str] = {}
     ended_with_newline = True
-    ok = False
+    ok = cut_off = False
     try:
+        if as_json:
+            head = {"type": "session", "session": session, "model": model or opened.model_spec}
+            out.write(json.dumps(head) + "\n")
+            out.flush()
         async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
             async for event in events:
+                if isinstance(event, Completed):
+                    cut_off = isinstance(event.data, dict) and event.data.get("stopReason") == "length"
                 if as_json:
                     out.write(event_to_wire(event) + "\n")
                     out.flush()
@@ -135,7 +230,15 @@ async def stream_turn(opened: OpenedAgent, session: str, text: str, as_json: boo
                     say(f"[fastagent] failed: {event.details}{suffix}")
         if not as_json and not ended_with_newline:
             out.write("\n")
-            out.flush()
+        out.flush()
+        if cut_off:
+            say(CUT_OFF_NOTE)
     finally:
         await opened.aclose()
     return ok
+
+
+CUT_OFF_NOTE = (
+    "[fastagent] note: the answer was cut off: it reached the output token limit (the model's "
+    "maxTokens, or what its context window left)"
+)

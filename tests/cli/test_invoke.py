@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.conftest import AgentFactory, RunCli, find_record, record_file, record_files
@@ -46,7 +47,10 @@ def test_json_prints_every_event_as_one_line(make_agent: AgentFactory, run_cli: 
     done = run_cli("invoke", "think", str(agent), "--json")
     assert done.returncode == 0
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    assert events[0] == {"type": "thinking", "delta": "pondering"}
+    session = re.search(r"^\[fastagent\] session: (\S+)$", done.stderr, re.M)
+    assert session is not None
+    assert events[0] == {"type": "session", "session": session.group(1), "model": "scripted/demo"}
+    assert events[1] == {"type": "thinking", "delta": "pondering"}
     assert events[-1]["type"] == "completed"
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "thought it through"
     failed = run_cli("invoke", "fail", str(agent), "--json")
