@@ -63,6 +63,8 @@ class ChatController:
         self.last_answer = ""
         self.pending: SessionSettings | None = None
         """Settings carried into a new session, written before its first turn."""
+        self.pinned: str | None = None
+        """An explicit ``--model`` for a session that does not exist yet: recorded with its first turn."""
 
     # --- derived --------------------------------------------------------------------------------
 
@@ -92,7 +94,10 @@ class ChatController:
     async def load(self) -> SessionInfo:
         """Read the current session's settings and usage (nothing is written)."""
         view = await self.sessions.read(self.session)
-        self.settings = self.defaults if view is None else view.settings
+        if view is not None:
+            self.settings = view.settings
+        elif self.pinned is None:
+            self.settings = self.defaults
         self.usage = UsageTotals()
         if view is None:
             return SessionInfo(self.session, self.session_path, False, 0, 0)
@@ -129,13 +134,26 @@ class ChatController:
         if not info.exists:
             self.session = previous
             raise UsageError(f"no session {session!r} in {self.opened.sessions_dir} (see /resume)")
-        self.pending = None
+        self.pending = self.pinned = None
         return info
 
     async def _write_pending(self) -> None:
         if self.pending is not None:
             await self.sessions.carry(self.session, self.pending)
             self.pending = None
+        if self.pinned is not None:
+            self.settings = await self.sessions.pin_model(self.session, self.pinned)
+            self.pinned = None
+
+    async def pin_model(self, spec: str) -> None:
+        """An explicit ``--model`` (``chat --continue --model ...``): it runs the next turn and is
+        recorded as the session's model, at once for a stored session, else with its first turn."""
+        view = await self.sessions.read(self.session)
+        if view is None:
+            self.pinned = spec
+            self.settings = self.sessions.plan(self.defaults, model=spec)[1]
+        else:
+            self.settings = await self.sessions.pin_model(self.session, spec)
 
     # --- settings -------------------------------------------------------------------------------
 

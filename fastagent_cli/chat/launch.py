@@ -72,6 +72,8 @@ async def launch(
         ctl = ChatController(opened, session)
         if session is not None and choice.session is None:
             await ctl.resume(session)  # a picked or continued session must exist
+        if opened.model_source == "--model":
+            await ctl.pin_model(opened.model_spec)  # it wins over the session's own model
         if not interactive:
             from fastagent_cli.chat.plain import run_plain
 

@@ -16,6 +16,7 @@ from typing import TextIO
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.controller import ChatController
 from fastagent_cli.chat.tool_lines import ToolRecord, content_text, plain_tool_line
+from fastagent_cli.chat.turns import CUT_OFF_MARK, was_cut_off
 from fastagent_cli.contract import Completed, Failed, Retrying
 from fastagent_cli.errors import FastagentError
 
@@ -79,6 +80,8 @@ class PlainSink:
 
     def completed(self, event: Completed) -> None:
         self._end_answer_line()
+        if was_cut_off(event):
+            self._note(f"[fastagent] note: {CUT_OFF_MARK.removeprefix('✂ ')}")
 
     def failed(self, event: Failed) -> None:
         self._note(f"[fastagent] failed: {event.details}{' (retryable)' if event.retryable else ''}")

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from fastagent_cli.chat.blocks import BlockSplitter
 from fastagent_cli.chat.tool_lines import MARKS, ToolRecord, content_text, format_duration
+from fastagent_cli.chat.turns import CUT_OFF_MARK, was_cut_off
 from fastagent_cli.contract import Completed, Failed, Retrying
 from fastagent_cli.errors import one_line
 
@@ -137,6 +138,8 @@ class ChatRenderer:
 
     def completed(self, event: Completed) -> None:
         self._flush_open()
+        if was_cut_off(event):
+            self._print(Text(CUT_OFF_MARK, "yellow"), "note")
 
     def failed(self, event: Failed) -> None:
         self._flush_open()

@@ -2,7 +2,8 @@
 
 Usage is summed from the session's assistant messages when a session is opened, then grows by the
 ``usage`` of every ``completed`` event (``{input, output, cacheRead, cacheWrite, totalTokens,
-cost: {total, ...}}``).
+cost: {total, ...}}``). A reply that reports no tokens at all came from a server that sends no
+usage (llama-cpp-python, some proxies): the status says so rather than showing ``0 tok``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,14 @@ class UsageTotals:
     cost: float = 0.0
     known: bool = False
     """At least one turn reported usage."""
+    unreported: int = 0
+    """Replies whose server reported no usage at all."""
 
     def add(self, usage: Mapping[str, Any]) -> None:
+        counts = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+        if not any(_int(usage.get(key)) for key in counts):
+            self.unreported += 1
+            return
         self.input += _int(usage.get("input"))
         self.output += _int(usage.get("output"))
         self.cache_read += _int(usage.get("cacheRead"))
@@ -48,7 +55,11 @@ class UsageTotals:
         totals = cls()
         for entry in entries:
             message = entry.get("message") if entry.get("type") == "message" else None
-            if isinstance(message, Mapping) and message.get("role") == "assistant":
+            if (
+                isinstance(message, Mapping)
+                and message.get("role") == "assistant"
+                and message.get("stopReason") not in ("error", "aborted")
+            ):
                 usage = message.get("usage")
                 if isinstance(usage, Mapping):
                     totals.add(usage)
@@ -102,9 +113,18 @@ def _parts(info: StatusInfo) -> list[tuple[str, str]]:
         parts.append(("class:status", tokens))
         if usage.cost:  # catalog models price their usage; custom and scripted ones report 0
             parts.append(("class:status.cost", f" · {format_cost(usage.cost)}"))
+    if info.usage.unreported:
+        parts.append(("class:status", f" · {_unreported(info.usage)}"))
     if info.hint:
         parts.append(("class:status.hint", f"   {info.hint}"))
     return parts
+
+
+def _unreported(usage: UsageTotals) -> str:
+    if not usage.known:
+        return "no token usage reported by the server"
+    count = usage.unreported
+    return f"{count} repl{'y' if count == 1 else 'ies'} without usage"
 
 
 def status_fragments(info: StatusInfo) -> list[tuple[str, str]]:

@@ -27,7 +27,18 @@ from fastagent_cli.contract import (
     closing,
 )
 
-__all__ = ["TurnRun", "TurnSink"]
+__all__ = ["CUT_OFF_MARK", "TurnRun", "TurnSink", "was_cut_off"]
+
+CUT_OFF_MARK = (
+    "✂ cut off: the answer reached the output token limit (the model's maxTokens, or what its "
+    "context window left)"
+)
+
+
+def was_cut_off(event: Completed) -> bool:
+    """The turn's last reply stopped at the output limit (``stopReason: length``)."""
+    return isinstance(event.data, Mapping) and event.data.get("stopReason") == "length"
+
 
 Status = Literal["running", "completed", "failed", "interrupted"]
 

@@ -13,6 +13,7 @@ import click
 
 from fastagent_cli.cli.common import (
     auth_path_option,
+    claim_stdout,
     dir_argument,
     model_option,
     run_async,
@@ -62,8 +63,10 @@ def chat(
     surface = read_agent(
         directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, no_input=no_input
     )
+    # Without a terminal, stdout carries the answers only: what a tool prints goes to stderr.
+    out = None if interactive else claim_stdout()
     opened = open_agent(surface)
     choice = SessionChoice(session, continue_last, resume)
-    code = run_async(launch(opened, choice, interactive=interactive))
+    code = run_async(launch(opened, choice, interactive=interactive, stdout=out))
     if code:
         raise SystemExit(code)
