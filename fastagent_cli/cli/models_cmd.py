@@ -1,4 +1,5 @@
-"""``fastagent models [search]``: the built-in catalog as sorted ``provider/modelId`` lines."""
+"""``fastagent models [search]``: the built-in catalog as sorted ``provider/modelId`` lines. A
+search that matches nothing says so and exits 1 (a script can tell "no such model" from a list)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ def models(search: str | None, as_json: bool) -> None:
 
     registry = ModelRegistry()
     specs = registry.specs(search)
+    if not specs:
+        from fastagent_cli.errors import ModelError
+
+        providers = ", ".join(sorted(registry.providers))
+        raise ModelError(
+            f"no catalog model matches {search!r} (providers: {providers}; models.json entries and "
+            "any provider/model spec work too, e.g. scripted/echo)"
+        )
     if not as_json:
         for spec in specs:
             click.echo(spec)

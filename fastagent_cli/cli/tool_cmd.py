@@ -1,10 +1,13 @@
 """``fastagent tool <name> [json-args] [dir]``: run one tool directly, no model, no session.
 
 The tool runs with ``cwd`` = the workspace, exactly as it is mounted when the agent serves (coding
-tools, config ``tools``, ``tools/``, MCP servers). Its ``details`` print as JSON, or else its text
-content; a size line goes to stderr. Malformed JSON is a usage error (exit 2), checked before the
-directory is even looked at; an unknown tool exits 1 listing the available ones; a tool that
-reports an error exits 1 after printing it.
+tools, config ``tools``, ``tools/``, MCP servers). Stdout gets exactly the text the model receives
+(text blocks joined by newlines, an image as the note a text-only model gets); ``--json`` prints
+the raw result instead, ``{"content": [...], "isError": ..., "details": ...}`` (``details`` are
+for UIs and logs, never sent to the model). What the tool itself prints goes to stderr, with a
+size line. Malformed JSON is a usage error (exit 2), checked before the directory is even looked
+at; an unknown tool exits 1 listing the available ones; a tool that reports an error exits 1 after
+printing it.
 """
 
 from __future__ import annotations
@@ -60,20 +63,26 @@ async def _run(surface: AgentSurface, name: str, args: dict[str, Any]) -> ToolRe
         await surface.live.aclose()
 
 
-def _text(result: ToolResult) -> str:
-    return "".join(str(b.get("text", "")) for b in result.content if b.get("type") == "text")
+def _raw(result: ToolResult) -> dict[str, Any]:
+    return {"content": result.content, "isError": result.is_error, "details": result.details}
 
 
 @click.command()
 @click.argument("name", shell_complete=tool_names)
 @click.argument("args", required=False, default="{}", metavar="[JSON_ARGS]")
 @click.argument("directory", required=False, default=".", metavar="[DIR]", shell_complete=agent_dirs)
-def tool(name: str, args: str, directory: str) -> None:
-    """Run the tool NAME of the agent in DIR with JSON_ARGS (default {}), without a model."""
+@click.option("--json", "as_json", is_flag=True, help="Print the raw result (content, isError, details).")
+def tool(name: str, args: str, directory: str, as_json: bool) -> None:
+    """Run the tool NAME of the agent in DIR with JSON_ARGS (default {}), without a model.
+
+    Prints exactly what the model would receive (--json: the raw result).
+    """
     parsed = parse_tool_args(args)
     from fastagent_cli.assembly import inspect_agent_dir
-    from fastagent_cli.cli.common import run_async, say
+    from fastagent_cli.cli.common import claim_stdout, run_async, say
+    from fastagent_cli.models.openai_request import tool_result_text
 
+    out = claim_stdout()  # a print inside the tool goes to stderr, not into its result
     surface = inspect_agent_dir(directory, strict=False)
     for warning in [c.message for c in surface.toolset.collisions] + [
         f.message for f in surface.toolset.failures
@@ -82,12 +91,13 @@ def tool(name: str, args: str, directory: str) -> None:
     if surface.toolset.error:
         say(f"[fastagent] warn: {surface.toolset.error}")
     result = run_async(_run(surface, name, parsed))
-    text = _text(result)
+    text = tool_result_text(result.content)
     images = sum(1 for b in result.content if b.get("type") == "image")
-    if result.details is not None and not result.is_error:
-        click.echo(json.dumps(result.details, indent=2, ensure_ascii=False, default=str))
+    if as_json:
+        out.write(json.dumps(_raw(result), indent=2, ensure_ascii=False, default=str) + "\n")
     else:
-        click.echo(text)
+        out.write(text + "\n")
+    out.flush()
     extra = f" + {images} image(s)" if images else ""
     say(f"[fastagent] result: {len(text)} chars ≈ {(len(text) + 3) // 4} tokens to the model{extra}")
     if result.is_error:

@@ -13,7 +13,7 @@ from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_sa
 from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
 
-__all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request"]
+__all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request", "tool_result_text"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
@@ -40,7 +40,8 @@ def _user_content(content: list[ContentBlock] | str, images: bool) -> str | list
     return parts if has_image else "\n".join(texts)
 
 
-def _tool_result_text(content: list[ContentBlock]) -> str:
+def tool_result_text(content: list[ContentBlock]) -> str:
+    """A tool result as the model reads it: its text blocks joined by newlines (an image noted)."""
     return "\n".join(
         b["text"] if b["type"] == "text" else f"(image {b['mimeType']} omitted from the tool result)"
         for b in content
@@ -102,7 +103,7 @@ class _Conversion:
             return {"role": "user", "content": content}, ()
         if message["role"] == "toolResult":
             call_id = self.normalize(message["toolCallId"])
-            text = _tool_result_text(message["content"])
+            text = tool_result_text(message["content"])
             return _tool_result(call_id, message["toolName"], text, self.with_name), ()
         same = is_same_model(message, self.model)
         texts: list[str] = []

@@ -191,9 +191,12 @@ class ScriptedModel:
                 last_user_text=text,
                 round=round_,
             )
-            result = self.responder(scripted)
-            if inspect.isawaitable(result):
-                result = await result
+            try:
+                result = self.responder(scripted)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:  # the author's bug: one line naming it, not a traceback
+                raise _responder_error(self.responder, exc) from None
             return _normalise_step(result)
         if self.path is not None:
             self._reload()
@@ -222,6 +225,17 @@ class ScriptedModel:
         if last is not None and isinstance(last.get("error"), Mapping) and answered == round_:
             return last
         raise ProviderError(f"scripted: 400 the script has no step for round {round_ + 1}", status=400)
+
+
+def _responder_error(fn: Responder, exc: Exception) -> ProviderError:
+    """``scripted: the model function mod:fn raised ValueError: ... (at file.py:12)``."""
+    import traceback
+
+    name = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return ProviderError(f"scripted: the model function {name} raised {detail}{where}", retryable=False)
 
 
 def _latest_user(messages: Sequence[Message]) -> tuple[str, int]:
