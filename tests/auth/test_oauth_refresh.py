@@ -222,3 +222,24 @@ async def test_renewal_errors(tmp_path: Path, server: OAuthServer, monkeypatch: 
         await OAuthCredentials(auth).acquire(model)
     AuthStore(auth).remove("openai-codex")
     assert OAuthCredentials(auth).peek(model).missing
+
+
+def test_a_login_in_the_global_file_is_renewed_in_that_file(tmp_path: Path, server: OAuthServer) -> None:
+    """An agent with no login of its own uses the one `fastagent login` wrote outside any agent
+    (~/.fastagent/auth.json), and renews it there: no copy appears in the agent."""
+    entry = expired_login(server, "anthropic")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "fastagent.toml").write_text(f'model = "{MODELS["anthropic"]}"\n')
+    (agent / "models.json").write_text(json.dumps(server.models_json()))
+    home = tmp_path / "home"
+    global_file = home / ".fastagent" / "auth.json"
+    AuthStore(global_file).set_oauth("anthropic", entry)
+    run = start_invoke(agent, home, server)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert out.strip() == ANSWER
+    renewed = json.loads(global_file.read_text())["anthropic"]
+    assert renewed["refresh"] != entry["refresh"] and renewed["expires"] > EXPIRED
+    assert server.refreshes["anthropic"] == 1 and server.model_tokens == [renewed["access"]]
+    assert not (agent / ".fastagent" / "auth.json").exists()

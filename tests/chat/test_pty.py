@@ -75,3 +75,34 @@ def test_chat_in_a_terminal(terminal: tuple[PtyProcess, Path]) -> None:
     messages = [e["message"] for e in session_lines(path) if e["type"] == "message"]
     assert [m["role"] for m in messages][-4:] == ["assistant", "toolResult", "user", "assistant"]
     assert (agent / ".fastagent" / "chat_history").is_file()
+
+
+async def test_a_local_server_without_usage_and_a_cut_off_answer(tmp_path: Path) -> None:
+    """llama-cpp-python sends no usage and a rambling model stops at the output limit: the status
+    says the server reported no usage (not ``0 tok``) and the answer is marked as cut off."""
+    import asyncio
+    import json
+
+    from tests.fakes.fake_providers import FakeOpenAI, openai_reply
+
+    async with FakeOpenAI() as fake:
+        agent = tmp_path / "agent"
+        agent.mkdir()
+        (agent / "fastagent.toml").write_text('model = "local/small"\ncoding_tools = false\n')
+        models = {"providers": {"local": {"baseUrl": fake.base_url, "models": [{"id": "small"}]}}}
+        (agent / "models.json").write_text(json.dumps(models))
+        fake.enqueue_stream(openai_reply("on and on and on", finish_reason="length"))
+        term = PtyProcess([*cli_command(), "chat", str(agent)], cwd=tmp_path)
+        try:
+            await asyncio.to_thread(term.read_until, "› ")
+            mark = len(term.text)
+            term.send("ramble\r")
+            screen = await asyncio.to_thread(term.read_until, "✂ cut off", start=mark)
+            assert "on and on and on" in screen[mark:]
+            assert "the answer reached the output token limit" in screen[mark:]
+            await asyncio.to_thread(term.read_until, "no token usage reported by the server", start=mark)
+            assert " 0 tok" not in term.text[mark:]
+            term.send("\x04")
+            assert await asyncio.to_thread(term.wait) == 0
+        finally:
+            term.close()

@@ -176,6 +176,13 @@ def test_models_lists_sorted_specs(run_cli: RunCli) -> None:
     assert rows[0]["apiKeyEnv"] == ["OPENAI_API_KEY"]
 
 
+def test_models_search_without_a_match_says_so_and_exits_1(run_cli: RunCli) -> None:
+    for args in (("models", "no-such-model-zz"), ("models", "no-such-model-zz", "--json")):
+        done = run_cli(*args)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr.startswith("Error: no catalog model matches 'no-such-model-zz' (providers: ")
+
+
 def test_hint_when_the_parent_looks_like_the_workspace(make_agent: AgentFactory, run_cli: RunCli) -> None:
     agent = make_agent()
     (agent.parent / "AGENTS.md").write_text("# repo rules\n")
@@ -183,3 +190,78 @@ def test_hint_when_the_parent_looks_like_the_workspace(make_agent: AgentFactory,
     assert done.returncode == 0
     assert f"hint: {agent.parent} has AGENTS.md" in done.stderr
     assert "hint:" not in run_cli("invoke", "hi", str(agent.parent)).stderr
+
+
+NOISY_TOOL = '''
+import subprocess
+import sys
+
+from fastagent_cli import tool
+
+
+@tool
+def noisy() -> str:
+    """Print while working."""
+    print("NOISE from print")
+    sys.stdout.write("NOISE from sys.stdout\\n")
+    subprocess.run(["echo", "NOISE from a child process"], check=True)
+    return "done"
+'''
+NOISY_SCRIPT = {"steps": [{"toolCalls": [{"name": "noisy", "args": {}}]}, {"text": "the answer"}]}
+
+
+def test_what_a_tool_prints_goes_to_stderr_not_into_the_answer(
+    make_agent: AgentFactory, run_cli: RunCli
+) -> None:
+    agent = make_agent(
+        {"tools/noisy.py": NOISY_TOOL, "scripts/noisy.json": json.dumps(NOISY_SCRIPT)}, model="scripted/noisy"
+    )
+    plain = run_cli("invoke", "go", str(agent))
+    assert (plain.returncode, plain.stdout) == (0, "the answer\n"), plain.stderr
+    for noise in ("NOISE from print", "NOISE from sys.stdout", "NOISE from a child process"):
+        assert noise in plain.stderr
+    events = run_cli("invoke", "go", str(agent), "--json")
+    kinds = [json.loads(line)["type"] for line in events.stdout.splitlines()]  # every line is JSON
+    assert [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k] == [
+        "session",
+        "tool_started",
+        "tool_ended",
+        "text",
+        "completed",
+    ]
+    assert "NOISE from a child process" in events.stderr
+
+
+def test_broken_tool_files_are_warned_about(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    agent = make_agent({"tools/broken.py": "import not_a_real_module_xyz\n"})
+    done = run_cli("invoke", "hi", str(agent))
+    assert (done.returncode, done.stdout) == (0, "echo: hi\n")
+    assert re.search(r"^\[fastagent\] warn: tools/broken\.py: .*not_a_real_module_xyz", done.stderr, re.M)
+    quiet = run_cli("invoke", "hi", str(agent), "--json")
+    assert "[fastagent] warn: tools/broken.py" in quiet.stderr  # --json keeps stderr for diagnostics
+
+
+def test_a_scripted_function_that_raises_is_one_line(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    agent = make_agent(
+        {"model.py": "def reply(request):\n    raise ValueError('the script is wrong')\n"},
+        model="scripted/model:reply",
+    )
+    done = run_cli("invoke", "hi", str(agent))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert (
+        "[fastagent] failed: scripted: the model function model:reply raised ValueError: the script is "
+        "wrong (at model.py:2)\n"
+    ) in done.stderr
+
+
+def test_swapped_arguments_get_a_hint(make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path) -> None:
+    make_agent(name="demo")
+    done = run_cli("invoke", "demo", "Hello there", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        "no such directory: Hello there; MESSAGE comes first, then DIR: fastagent invoke 'Hello there' demo"
+    ) in done.stderr
+    missing = run_cli("invoke", "hello", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 1 and "no such directory: nowhere" in missing.stderr
+    assert "MESSAGE comes first" not in missing.stderr

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.auth.fake_key_server import KeyServer
+from fastagent_cli.auth.store import AuthStore
+from tests.auth.fake_key_server import ANSWER, KeyServer
 from tests.auth.pty_driver import FASTAGENT, PtyProcess, clean_env
 
 KEY_PROMPT = r"OpenAI API key \(hidden"
@@ -246,3 +247,65 @@ def test_custom_models_json_provider_with_api_key(agent: Path, home: Path, serve
     listed = run(["login", "nope"], cwd=agent, home=home)
     assert "providers you can log in to: openai, anthropic, openai-codex" in listed.stderr
     assert "vllm" in listed.stderr
+
+
+def _offline_proxy_env(home: Path) -> dict[str, str]:
+    """Proxies on a port nothing listens on: a key check against the real provider fails here."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    return clean_env(home, HTTPS_PROXY=proxy, HTTP_PROXY=proxy, ALL_PROXY=proxy, NO_PROXY="")
+
+
+def test_the_readme_provider_switch_works_from_the_repo_root(
+    tmp_path: Path, home: Path, server: KeyServer
+) -> None:
+    """`fastagent init demo`, then `fastagent login openai` from the same (non-agent) directory:
+    the key lands in the global file, which the agent falls back to; `info` names that file."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert run(["init", "demo"], cwd=root, home=home).returncode == 0
+    agent = root / "demo" / "fastagent"
+    (agent / "models.json").write_text(json.dumps({"providers": {"openai": {"baseUrl": server.openai_base}}}))
+    global_file = home / ".fastagent" / "auth.json"
+    with PtyProcess(["login", "openai"], cwd=root, env=_offline_proxy_env(home)) as term:
+        term.expect(KEY_PROMPT)
+        term.sendline("sk-good")
+        assert term.wait() == 0, term.stderr
+        assert (
+            f"no agent here: using the global credential file {global_file} "
+            "(every agent reads it after its own .fastagent/auth.json)"
+        ) in term.stderr
+        assert f"OpenAI key saved to {global_file}" in term.stderr
+    done = run(["invoke", "Hello!", "demo", "--model", "openai/gpt-4.1-mini"], cwd=root, home=home)
+    assert (done.returncode, done.stdout) == (0, f"{ANSWER}\n"), done.stderr
+    assert ("POST", "/v1/chat/completions") in [(m, p) for m, p, _ in server.requests]
+    info = json.loads(
+        run(["info", "demo", "--json", "--model", "openai/gpt-4.1-mini"], cwd=root, home=home).stdout
+    )
+    assert info["credentialSource"] == f"stored credential ({global_file})"
+    assert info["credentialPath"] == str(global_file)
+    text = run(["info", "demo", "--model", "openai/gpt-4.1-mini"], cwd=root, home=home).stdout
+    assert f"key:          stored credential ({global_file})" in text
+
+
+def test_login_takes_the_agent_directory_and_its_file_wins_over_the_global_one(
+    tmp_path: Path, agent: Path, home: Path, server: KeyServer
+) -> None:
+    AuthStore(home / ".fastagent" / "auth.json").set_api_key("openai", "sk-global")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with PtyProcess(["login", "openai", str(agent)], cwd=elsewhere, env=clean_env(home)) as term:
+        term.expect(KEY_PROMPT)
+        term.sendline("sk-good")
+        assert term.wait() == 0, term.stderr
+        assert f"credential file of the agent {agent}: {auth_file(agent)}" in term.stderr
+        assert f"OpenAI key verified and saved to {auth_file(agent)}" in term.stderr
+    assert stored(auth_file(agent)) == {"openai": "sk-good"}
+    info = json.loads(run(["info", str(agent), "--json"], cwd=elsewhere, home=home).stdout)
+    assert info["credentialSource"] == f"stored credential ({auth_file(agent)})"
+    out = run(["logout", str(agent)], cwd=elsewhere, home=home)  # one argument: it is the directory
+    assert out.returncode == 0, out.stderr
+    assert f"removed the openai credential from {auth_file(agent)}" in out.stderr
+    info = json.loads(run(["info", str(agent), "--json"], cwd=elsewhere, home=home).stdout)
+    assert info["credentialSource"] == f"stored credential ({home / '.fastagent' / 'auth.json'})"

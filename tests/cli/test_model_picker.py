@@ -293,3 +293,27 @@ def test_a_broken_credential_file_is_one_clear_error(tmp_path: Path) -> None:
     auth.write_text("{broken")
     with pytest.raises(CredentialError, match="is not valid JSON"):
         provider_choices(ModelRegistry(), auth, env={})
+
+
+def test_without_any_key_enter_picks_the_offline_demo_the_agent_was_created_with(tmp_path: Path) -> None:
+    """A hand-made (or edited) agent with init's demo script and no model, on a machine with no
+    keys: the demo comes first, before local servers that may not run, and Enter takes it."""
+    workspace = tmp_path / "ws"
+    done = subprocess.run(
+        [FASTAGENT, "init", str(workspace)], env=clean_env(tmp_path), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    config = workspace / "fastagent" / "fastagent.toml"
+    config.write_text(config.read_text().replace('model = "scripted/demo"\n', ""))
+    with PtyProcess(["invoke", "hello"], cwd=workspace, env=clean_env(tmp_path)) as term:
+        prompt = term.expect(r"Model \[1-\d+ or provider/model, Enter for 1\]")
+        listing = term.text[: prompt.start()]
+        assert "scripted offline, no key: the demo script, or echo" in listing
+        assert re.search(r"\b1 scripted/demo\b", listing) and re.search(r"\b2 scripted/echo\b", listing)
+        assert listing.index("scripted/demo") < listing.index(
+            "ollama no key needed (the server must be running)"
+        )
+        term.sendline("")
+        term.expect(r"Hello! I am \*\*scripted/demo\*\*")
+        assert term.wait() == 0, term.stderr
+    assert 'model = "scripted/demo"' in config.read_text()

@@ -15,7 +15,8 @@ from tests.conftest import RunCli
 TOOLS = {
     "order.py": (
         "from fastagent_cli import tool\n\n@tool\ndef order(order_id: str) -> dict:\n"
-        "    'Look up an order.'\n    return {'id': order_id, 'status': 'shipped'}\n"
+        "    'Look up an order.'\n    print('NOISE from the tool')\n"
+        "    return {'id': order_id, 'status': 'shipped'}\n"
     ),
     "boom.py": (
         "from fastagent_cli import tool\n\n@tool\ndef boom() -> str:\n"
@@ -47,10 +48,17 @@ def test_text_result_of_a_coding_tool_runs_in_the_workspace(workspace: Path, run
     assert "[fastagent] result: " in done.stderr and "tokens to the model" in done.stderr
 
 
-def test_details_print_as_json(workspace: Path, run_cli: RunCli) -> None:
+def test_stdout_is_exactly_what_the_model_receives(workspace: Path, run_cli: RunCli) -> None:
     done = run_cli("tool", "order", '{"order_id": "A-1"}', str(workspace))
     assert done.returncode == 0
-    assert json.loads(done.stdout) == {"id": "A-1", "status": "shipped"}
+    assert done.stdout == '{"id": "A-1", "status": "shipped"}\n'  # the compact JSON text sent, no re-format
+    assert "NOISE" not in done.stdout and "NOISE from the tool" in done.stderr  # its prints go to stderr
+    raw = run_cli("tool", "order", '{"order_id": "A-1"}', str(workspace), "--json")
+    assert json.loads(raw.stdout) == {
+        "content": [{"type": "text", "text": '{"id": "A-1", "status": "shipped"}'}],
+        "isError": False,
+        "details": {"id": "A-1", "status": "shipped"},
+    }
 
 
 def test_context_has_the_workspace_and_no_session(workspace: Path, run_cli: RunCli) -> None:
