@@ -195,6 +195,8 @@ class ScriptedModel:
                 result = self.responder(scripted)
                 if inspect.isawaitable(result):
                     result = await result
+            except ProviderError:
+                raise  # a scripted failure (a 503, a 429 to retry): the function meant it
             except Exception as exc:  # the author's bug: one line naming it, not a traceback
                 raise _responder_error(self.responder, exc) from None
             return _normalise_step(result)

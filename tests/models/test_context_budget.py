@@ -7,7 +7,7 @@ from typing import Any
 
 from fastagent_cli.messages import AssistantMessage, Message, UserMessage, empty_usage
 from fastagent_cli.models.anthropic_request import build_messages_request
-from fastagent_cli.models.context_budget import IMAGE_TOKENS, estimate_input_tokens, fit_request
+from fastagent_cli.models.context_budget import IMAGE_CHARS, estimate_input_tokens, fit_request
 from fastagent_cli.models.openai_request import build_chat_request
 from fastagent_cli.models.types import ModelInfo, ModelRequest, ToolSpec
 
@@ -43,7 +43,7 @@ def test_characters_are_counted_four_to_a_token_and_images_flat() -> None:
     }
     tool = ToolSpec("t", "d" * 39, {})
     estimate, uncertain = estimate_input_tokens("s" * 400, [user("a" * 800), image], [tool])
-    assert estimate == uncertain == 100 + 200 + IMAGE_TOKENS + 11
+    assert estimate == uncertain == 100 + 200 + IMAGE_CHARS // 4 + 11
 
 
 def test_the_server_reported_usage_counts_and_only_the_tail_is_guessed() -> None:
