@@ -176,6 +176,11 @@ def model_auth_lines(facts: DeployFacts) -> list[str]:
             "# Model auth: a stored credential (auth.json); --run carries it as FASTAGENT_AUTH_SEED, which",
             "# fastagent start writes to the box's auth path when none exists there.",
         ]
+    if auth.kind == "none" and auth.global_file is not None:
+        return [
+            f"# Model auth: only in {auth.global_file} here, which deploy does not carry: store one for",
+            "# this agent (`fastagent login <provider> <agent dir>`) or set the key in .env before --run.",
+        ]
     if auth.kind == "none":
         wanted = auth.env_name or "the provider's API key"
         return [

@@ -77,6 +77,9 @@ class ModelAuth:
     kind: Literal["env", "stored", "definition", "not_needed", "none"]
     env_name: str | None = None
     """``env``: the variable; ``none``: the provider's usual variable, for the hint."""
+    global_file: Path | None = None
+    """``none``: the credential this machine uses lives only in the global
+    ``~/.fastagent/auth.json``, which deploy does not carry (it holds every agent's logins)."""
 
 
 @dataclass(slots=True)
@@ -163,7 +166,7 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     probe = model or surface.model_spec
     if probe:
         try:
-            auth = _model_auth(surface.registry.resolve(probe), surface.auth_path)
+            auth = _model_auth(surface.registry.resolve(probe), surface.auth_path, surface.global_auth_path)
         except FastagentError as exc:
             model_error = model_error or exc.message
     channels, failures = inspect_channels(agent_dir)
@@ -196,7 +199,7 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     )
 
 
-def _model_auth(info: ModelInfo, auth_path: Path) -> ModelAuth:
+def _model_auth(info: ModelInfo, auth_path: Path, global_path: Path | None = None) -> ModelAuth:
     from fastagent_cli.auth.store import AuthStore
 
     if info.provider == "scripted" or (not info.api_key_env and info.api_key is None and not info.oauth):
@@ -216,7 +219,14 @@ def _model_auth(info: ModelInfo, auth_path: Path) -> ModelAuth:
         if _ENV_NAME.match(value) and value in os.environ:
             return ModelAuth("env", value)
         return ModelAuth("definition")  # a literal key or a !command travels in the image
-    return ModelAuth("none", info.api_key_env[0] if info.api_key_env else None)
+    if info.key_optional:
+        return ModelAuth("not_needed")
+    wanted = info.api_key_env[0] if info.api_key_env else None
+    if global_path is not None and global_path != auth_path:
+        entry = AuthStore(global_path).read().get(info.provider)
+        if entry and (entry.get("key") or entry.get("type") == "oauth"):
+            return ModelAuth("none", wanted, global_file=global_path)
+    return ModelAuth("none", wanted)
 
 
 def _machinery_paths(workspace: Path, state_root: Path, auth_path: Path) -> list[str]:

@@ -13,6 +13,7 @@ import base64
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fastagent_cli.auth.seed import AUTH_SEED_ENV
 from fastagent_cli.deploy.facts import DeployFacts
@@ -28,6 +29,8 @@ class SecretValues:
     """Required names with no value here."""
     needs_model_credential: bool = False
     """No key in the environment, no stored credential, none in the definition."""
+    global_credential: Path | None = None
+    """The credential this machine uses is only in this global file, which deploy does not carry."""
 
 
 def assemble_secrets(facts: DeployFacts, env: Mapping[str, str] | None = None) -> SecretValues:
@@ -48,11 +51,19 @@ def assemble_secrets(facts: DeployFacts, env: Mapping[str, str] | None = None) -
         out.values[AUTH_SEED_ENV] = base64.b64encode(raw).decode("ascii")
     elif auth.kind == "none":
         out.needs_model_credential = True
+        out.global_credential = auth.global_file
     return out
 
 
 def require_values(secrets: SecretValues) -> None:
     """The credential gates every ``--run`` applies before its first side effect."""
+    if secrets.needs_model_credential and secrets.global_credential is not None:
+        raise DeployError(
+            f"deploy stopped: the model credential is only in {secrets.global_credential}, which deploy "
+            "does not carry (it holds this machine's logins for every agent): store one for this agent "
+            "with `fastagent login <provider> <agent dir>`, or set the provider's API key in .env, then "
+            "re-run"
+        )
     if secrets.needs_model_credential:
         raise DeployError(
             "deploy stopped: no model credential: run `fastagent login`, or set the provider's API key in "

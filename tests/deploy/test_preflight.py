@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,26 @@ def test_no_model_credential_gates_run(tmp_path: Path, run_cli: RunCli, fake_cli
     done = run_cli("deploy", "docker", str(ws), "--run")
     assert _last_error(done.stderr).startswith(
         "Error: deploy stopped: no model credential: run `fastagent login`"
+    )
+
+
+def test_a_login_only_in_the_global_file_gates_run_and_says_why(
+    tmp_path: Path, run_cli: RunCli, fake_clis: FakeClis, isolated_env: Path
+) -> None:
+    """`fastagent login openai` run outside the agent makes invoke work here (the global file),
+    but deploy cannot carry that file: it says so instead of "run fastagent login" again."""
+    global_file = isolated_env / ".fastagent" / "auth.json"
+    global_file.parent.mkdir(mode=0o700)
+    global_file.write_text(json.dumps({"openai": {"type": "api_key", "key": "sk-global"}}))
+    ws = write_workspace(tmp_path / "ws", MODEL)
+    fake_clis.answer("docker", ["compose", "version"], "Docker Compose version v2.29.1\n")
+    plan = run_cli("deploy", "docker", str(ws))
+    assert f"# Model auth: only in {global_file} here, which deploy does not carry" in plan.stdout
+    done = run_cli("deploy", "docker", str(ws), "--run")
+    assert _last_error(done.stderr).startswith(
+        f"Error: deploy stopped: the model credential is only in {global_file}, which deploy does not "
+        "carry (it holds this machine's logins for every agent): store one for this agent with "
+        "`fastagent login <provider> <agent dir>`"
     )
 
 
