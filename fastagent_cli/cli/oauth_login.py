@@ -9,9 +9,11 @@ terminal. Ctrl+C or Ctrl+D anywhere aborts the login and saves nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
@@ -72,7 +74,20 @@ class TerminalLoginUI:
             answer: str = await PromptSession[str]().prompt_async(prompt, reserve_space_for_menu=0)
         except (EOFError, KeyboardInterrupt):
             raise click.Abort() from None
+        finally:
+            _cancel_on_ctrl_c()
         return answer.strip()
+
+
+def _cancel_on_ctrl_c() -> None:
+    """Make Ctrl+C cancel the login's task again. A prompt leaves SIGINT at Python's default
+    handler when it ends, which raises KeyboardInterrupt wherever the loop happens to be: inside
+    a poll request that can leave the exit waiting on a half-released connection."""
+    task = asyncio.current_task()
+    if task is None:
+        return
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, task.cancel)
 
 
 def run_oauth_login(login: OAuthProvider, info: ProviderInfo, store: AuthStore) -> None:
@@ -86,7 +101,7 @@ def run_oauth_login(login: OAuthProvider, info: ProviderInfo, store: AuthStore) 
 
     try:
         entry = asyncio.run(flow())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl+C (see _cancel_on_ctrl_c)
         raise click.Abort() from None
     store.set_oauth(login.name, entry)
     say(f"[fastagent] logged in with your {login.title}; saved to {store.path}")
