@@ -144,8 +144,10 @@ def smoke_cli(binary: str, tmp: Path) -> None:
     config.write_text(
         config.read_text(encoding="utf-8") + f"\n[mcp_servers.calc]\n{server}", encoding="utf-8"
     )
-    done = ok(binary, "tool", "calc__add", '{"a": 2, "b": 3}', "mini", cwd=tmp)
-    details = json.loads(done.stdout)
+    done = ok(binary, "tool", "calc__add", '{"a": 2, "b": 3}', "mini", "--json", cwd=tmp)
+    details = json.loads(done.stdout)[
+        "details"
+    ]  # --json: the raw result; stdout alone is what the model reads
     check(details.get("structuredContent") == {"result": 5}, "MCP tool calc__add", done.stdout + done.stderr)
     print("ok  MCP stdio server tool")
 
