@@ -48,8 +48,9 @@ def test_init_then_invoke_works_at_once(tmp_path: Path, run_cli: RunCli) -> None
 
 
 def test_every_command_after_init_runs_without_a_model_or_a_terminal(tmp_path: Path, run_cli: RunCli) -> None:
-    """The README's examples after the quickstart (chat, fire, info) name no model and have no
-    terminal in CI: the model init wrote answers them."""
+    """The README's examples after the quickstart (chat, info here; start and dev in
+    tests/serving/test_start.py) name no model and have no terminal in CI: the model init wrote
+    answers them."""
     assert run_cli("init", "demo", cwd=tmp_path).returncode == 0
     chat = run_cli("chat", "demo", cwd=tmp_path, input="hello\n")
     assert chat.returncode == 0, chat.stderr

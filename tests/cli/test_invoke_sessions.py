@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import AgentFactory, RunCli
+from tests.conftest import AgentFactory, RunCli, find_record, record_file
 
 SLOW = {"steps": [{"text": "the slow model answers", "delayMs": 20}]}
 
@@ -20,11 +20,7 @@ def _session_id(stderr: str) -> str:
 
 
 def _entries(agent: Path, session: str) -> list[dict[str, object]]:
-    [path] = [
-        p
-        for p in (agent / ".fastagent" / "sessions").glob("*.jsonl")
-        if json.loads(p.read_text().splitlines()[0]).get("id") == session or session in p.name
-    ]
+    path = record_file(agent / ".fastagent" / "sessions", session)
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
 
@@ -107,4 +103,4 @@ def test_a_new_chat_session_records_an_explicit_model_with_its_first_turn(
     assert later.stdout == "the slow model answers\n"
     untouched = run_cli("chat", str(agent), "--session", "W", "--model", "scripted/slow", input="/exit\n")
     assert untouched.returncode == 0
-    assert not list((agent / ".fastagent" / "sessions").glob("*W*"))  # nothing written without a turn
+    assert find_record(agent / ".fastagent" / "sessions", "W") is None  # nothing written without a turn

@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 import socket
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -216,6 +217,20 @@ def test_missing_model_without_input_fails_fast(make_agent: AgentFactory, run_cl
     done = run_cli("start", str(make_agent(model=None)), "--no-input", "--port", "0", *LOCAL)
     assert done.returncode == 1
     assert done.stderr.startswith("Error: missing model: set --model, FASTAGENT_MODEL")
+
+
+@pytest.mark.parametrize("command", ["start", "dev"])
+async def test_a_fresh_init_serves_without_a_model_flag_or_a_terminal(
+    command: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """The README's `start` and `dev` after `fastagent init demo`, in CI (no terminal, no key, no
+    --model): they serve the demo model init wrote instead of failing on a missing model."""
+    assert run_cli("init", "demo", cwd=tmp_path).returncode == 0
+    async with ServerProcess.spawn(command, "demo", "--port", "0", *LOCAL, cwd=tmp_path) as server:
+        port = await server.port(within=60)
+        assert re.search(r"model: +scripted/demo \(from fastagent\.toml\)$", server.text, re.M), server.text
+        assert answer(await invoke(port, "s1", "hello")).startswith("Hello! I am **scripted/demo**")
+        assert "missing model" not in server.text
 
 
 def test_route_collision_refuses_to_start(make_agent: AgentFactory, run_cli: RunCli) -> None:
