@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from fastagent_cli.control import SessionControl, SessionEvent, SessionUpdate
     from fastagent_cli.engine.agent import EngineAgent
     from fastagent_cli.engine.retry import RetryPolicy
-    from fastagent_cli.errors import FastagentError
+    from fastagent_cli.errors import ControlRequestError, FastagentError
     from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
+    from fastagent_cli.remote import connect_agent, connect_session_control
     from fastagent_cli.serving import create_agent_service, create_invoke_handler, read_body_capped, serve
     from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
     from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
@@ -53,6 +54,7 @@ __all__ = [
     "AgentFailure",
     "CollectResult",
     "Completed",
+    "ControlRequestError",
     "EngineAgent",
     "Failed",
     "FastagentError",
@@ -78,6 +80,8 @@ __all__ = [
     "ToolStarted",
     "__version__",
     "collect",
+    "connect_agent",
+    "connect_session_control",
     "create_agent",
     "create_agent_service",
     "create_invoke_handler",
@@ -99,6 +103,7 @@ _HOME: dict[str, str] = {
     "open_agent_dir": "assembly",
     "EngineAgent": "engine.agent",
     "RetryPolicy": "engine.retry",
+    "ControlRequestError": "errors",
     "FastagentError": "errors",
     "ScriptedModel": "models.scripted",
     "ScriptedRequest": "models.scripted",
@@ -106,6 +111,8 @@ _HOME: dict[str, str] = {
     "SessionEvent": "control",
     "SessionUpdate": "control",
     "session_control": "assembly.control",
+    "connect_agent": "remote",
+    "connect_session_control": "remote",
     "create_agent_service": "serving",
     "create_invoke_handler": "serving",
     "read_body_capped": "serving",

@@ -13,6 +13,7 @@
     ├── ToolError                            a tool cannot be found or loaded
     ├── ScheduleError                        an unknown schedule or wake-up, unreadable schedule state
     ├── ServeError                           a host cannot bind or a channel cannot start
+    ├── ControlRequestError                  a session control plane request failed (status, code)
     └── DeployError                          a deploy gate ("deploy stopped: ...") or a host CLI failure
 
 Control-flow signals are not errors and do not live here.
@@ -25,6 +26,7 @@ from typing import ClassVar, TextIO
 
 __all__ = [
     "ConfigError",
+    "ControlRequestError",
     "CredentialError",
     "DeployError",
     "FastagentError",
@@ -125,6 +127,30 @@ class ServeError(FastagentError):
 
 class DeployError(FastagentError):
     pass
+
+
+class ControlRequestError(FastagentError):
+    """A request to a session control plane (``/control``) got no usable answer.
+
+    ``status`` is the HTTP status (``None`` when none arrived: refused, reset, timed out); ``code``
+    is the plane's own error code when its reply carried one (``sessions_unavailable``);
+    ``retryable`` is what the reply declared, else true for no answer, 429 and 5xx.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        if retryable is None:
+            retryable = status is None or status == 429 or status >= 500
+        self.retryable = retryable
 
 
 def one_line(text: str, limit: int = 2000) -> str:

@@ -2,7 +2,8 @@
 
 Layers, inner to outer (imports point inward only)::
 
-    contract   contract.py, errors.py, messages.py, control/ (the session hub's vocabulary)
+    contract   contract.py, errors.py, messages.py, control/ (the session hub's vocabulary), sse.py
+               (Server-Sent Events parsing, for model clients and remote clients alike)
                (+ _version, logging_setup): stdlib only
     state      state/
     models | sessions          (siblings: never import each other)
@@ -34,7 +35,7 @@ PACKAGE = "fastagent_cli"
 ROOT = Path(fastagent_cli.__file__).resolve().parent
 
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    ("contract", frozenset({"contract", "errors", "messages", "control", "_version", "logging_setup"})),
+    ("contract", frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup"})),
     ("state", frozenset({"state"})),
     ("models|sessions", frozenset({"models", "sessions"})),
     ("tools", frozenset({"tools"})),
@@ -52,7 +53,7 @@ SIDEWAYS_MODULES_ALLOWED = {("channels", "fastagent_cli.serving.body")}
 """Same-layer imports of one module: the chat channels are HTTP handlers the serving host mounts,
 and use its handler helpers (the capped body read and plain-text answers) like any channel file."""
 HOST_MAY_IMPORT = frozenset(
-    {"contract", "errors", "messages", "control", "_version", "logging_setup", "state", "assembly"}
+    {"contract", "errors", "messages", "control", "sse", "_version", "logging_setup", "state", "assembly"}
 )
 CLI_MAY_NOT_IMPORT = frozenset({"engine", "sessions"})
 EXCLUDED = ("data",)

@@ -30,7 +30,7 @@ from fastagent_cli.models._wire import (
 )
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.responses_request import build_responses_request, text_signature
-from fastagent_cli.models.sse import aiter_sse
+from fastagent_cli.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,

@@ -3,7 +3,7 @@
 ===========================================  =================================================
 ``GET    /control/capabilities``             what this deployment allows
 ``GET    /control/commands``                 the agent's skills (re-read per call)
-``GET    /control/sessions``                 the conversation list (503 sessions_unavailable)
+``GET    /control/sessions``                 the conversation list (503 ``{code: sessions_unavailable}``)
 ``PUT    /control/sessions/{id}``            ``{from, at}``: fork into ``{id}`` (idempotent)
 ``GET    /control/sessions/{id}``            state
 ``PATCH  /control/sessions/{id}``            ``{name?, model?, thinkingLevel?, leafEntryId?}``
@@ -35,6 +35,7 @@ from fastagent_cli.control import (
     INVALID_COMMAND,
     SESSIONS_UNAVAILABLE,
     ActionResult,
+    ControlError,
     SessionControl,
     SessionEventsClosed,
     SessionEventStream,
@@ -114,7 +115,9 @@ def control_routes(
         try:
             found = await sessions.list()
         except SessionsUnavailable as exc:
-            return json_response(rejected(SESSIONS_UNAVAILABLE, exc.message).to_json(), 503)
+            # The original's error body: the code at the top level, where its remote client
+            # (ControlRequestError.code) reads it.
+            return json_response(ControlError(SESSIONS_UNAVAILABLE, exc.message, True).to_json(), 503)
         return json_response([s.to_json() for s in found])
 
     async def fork(request: web.BaseRequest, session: str) -> web.StreamResponse:

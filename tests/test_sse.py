@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from fastagent_cli.models.sse import SSEDecoder, SSEEvent, aiter_sse, iter_sse
+from fastagent_cli.sse import SSEDecoder, SSEEvent, aiter_sse, iter_sse
 
 
 def events(*chunks: bytes) -> list[SSEEvent]:
