@@ -47,8 +47,11 @@ class ChatRenderer:
         show_thinking: bool = True,
         code_theme: str = "monokai",
         clock: Callable[[], float] = time.monotonic,
+        keys_hint: str = "Ctrl+C interrupts",
     ) -> None:
         self.console = console
+        self.keys_hint = keys_hint
+        """Shown beside the spinner while a turn runs."""
         self.show_thinking = show_thinking
         self.code_theme = code_theme
         self.clock = clock
@@ -145,6 +148,10 @@ class ChatRenderer:
         self._flush_open()
         suffix = " (retryable)" if event.retryable else ""
         self._print(Text(f"✗ failed: {event.details}{suffix}", "bold red"), "note")
+
+    def end_message(self) -> None:
+        """An answer (or a part of it) is complete: print what is still open of it."""
+        self._flush_open()
 
     def user_prompt(self, text: str) -> None:
         """A steer or follow-up the run took in: shown where it joined the conversation."""
@@ -255,7 +262,7 @@ class ChatRenderer:
             for text in texts[:_PENDING_SHOWN]:
                 parts.append(Text(f"  ↳ {label}: {one_line(text, width - 20)}", "dim"))
         elapsed = format_duration(now - self._started)
-        parts.append(Text(f"{spin} {elapsed} · Ctrl+C interrupts", "dim"))
+        parts.append(Text(f"{spin} {elapsed} · {self.keys_hint}", "dim"))
         if self.composer is not None:
             if self.composer:
                 parts.append(Text.assemble(("› ", "bold #5fafff"), self.composer, ("▏", "dim")))

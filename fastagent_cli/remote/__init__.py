@@ -25,7 +25,6 @@ from fastagent_cli.control import Capabilities
 from fastagent_cli.errors import ControlRequestError
 from fastagent_cli.remote.agent import IMAGES_REFUSED, RemoteAgent
 from fastagent_cli.remote.control import (
-    REQUEST_FAILED,
     RemoteSession,
     RemoteSessionControl,
     RemoteSessions,
@@ -35,6 +34,7 @@ from fastagent_cli.remote.endpoint import (
     HEARTBEAT_S,
     IDLE_BEATS,
     PAYLOAD_TIMEOUT_S,
+    REQUEST_FAILED,
     REQUEST_TIMEOUT_S,
     ControlEndpoint,
     control_url,

@@ -2,8 +2,9 @@
 ``POST /control/invoke`` on a serve.
 
 A real Agent, failure discipline included (contract MUST 2): a refused request, a dropped or dead
-connection, a protocol mismatch all become one ``failed`` event, ``retryable`` for no answer, 429
-and 5xx; a stream that ends without a terminal is ``failed`` too. Closing the stream (``break``,
+connection, a protocol mismatch all become one ``failed`` event with the code ``request_failed``
+(the run's own failures keep theirs), ``retryable`` for no answer, 429 and 5xx; a stream that ends
+without a terminal is ``failed`` too. Closing the stream (``break``,
 ``aclose()``, cancelling the consumer) closes the connection, which cancels the run on the
 server. The wire is text only: a prompt with images fails visibly, before anything is sent (send
 images with a steer or follow-up).
@@ -28,7 +29,7 @@ from fastagent_cli.contract import (
     is_terminal,
 )
 from fastagent_cli.errors import ControlRequestError
-from fastagent_cli.remote.endpoint import ControlEndpoint
+from fastagent_cli.remote.endpoint import REQUEST_FAILED, ControlEndpoint
 
 __all__ = ["IMAGES_REFUSED", "RemoteAgent"]
 
@@ -50,7 +51,7 @@ class RemoteAgent:
     async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
         bound, asked = as_scope(scope), as_prompt(prompt)
         if asked.images:
-            yield Failed(IMAGES_REFUSED, False)
+            yield Failed(IMAGES_REFUSED, False, REQUEST_FAILED)
             return
         body: dict[str, Any] = {"session": bound.session, "text": asked.text}
         if bound.parent_session is not None:
@@ -64,13 +65,15 @@ class RemoteAgent:
                     try:
                         event = event_from_wire(data)
                     except ValueError as exc:
-                        failure = Failed(f"remote invoke: a malformed event arrived ({exc})", False)
+                        failure = Failed(
+                            f"remote invoke: a malformed event arrived ({exc})", False, REQUEST_FAILED
+                        )
                         break
                     yield event
                     if is_terminal(event):
                         return
         except ControlRequestError as exc:
-            failure = Failed(f"remote invoke: {exc.message}", exc.retryable)
+            failure = Failed(f"remote invoke: {exc.message}", exc.retryable, REQUEST_FAILED)
         except TimeoutError:
             idle = self.endpoint.idle_s
             failure = Failed(

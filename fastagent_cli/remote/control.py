@@ -35,7 +35,7 @@ from fastagent_cli.control import (
     rejected,
 )
 from fastagent_cli.errors import ControlRequestError
-from fastagent_cli.remote.endpoint import ControlEndpoint, session_path
+from fastagent_cli.remote.endpoint import REQUEST_FAILED, ControlEndpoint, session_path
 from fastagent_cli.remote.events import RemoteEventStream
 
 __all__ = [
@@ -45,9 +45,6 @@ __all__ = [
     "RemoteSessions",
     "RemoteSessionsUnavailable",
 ]
-
-REQUEST_FAILED = "request_failed"
-"""The code of an acting call whose request failed (the client's own; no server sends it)."""
 
 T = TypeVar("T")
 

@@ -26,6 +26,7 @@ from fastagent_cli.sse import SSEDecoder
 
 __all__ = [
     "HEARTBEAT_S",
+    "REQUEST_FAILED",
     "IDLE_BEATS",
     "PAYLOAD_TIMEOUT_S",
     "REQUEST_TIMEOUT_S",
@@ -34,6 +35,9 @@ __all__ = [
     "session_path",
 ]
 
+REQUEST_FAILED = "request_failed"
+"""The code of a call whose request failed, on an acting call's ``ok: false`` result and on the
+data plane's ``failed`` event (the client's own code; no serve sends it)."""
 REQUEST_TIMEOUT_S = 10.0
 """Deadline of a read (capabilities, commands, state) and of opening an event stream."""
 PAYLOAD_TIMEOUT_S = 60.0

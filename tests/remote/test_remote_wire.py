@@ -222,20 +222,26 @@ async def test_reads_and_stream_opening_have_deadlines(
 async def test_opening_a_stream_against_a_black_hole_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(endpoint, "REQUEST_TIMEOUT_S", 0.3)
 
+    writers: list[asyncio.StreamWriter] = []
+
     async def accept_and_say_nothing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(30)
+        writers.append(writer)
 
     server = await asyncio.start_server(accept_and_say_nothing, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        sessions = RemoteSessions(ControlEndpoint(f"http://127.0.0.1:{port}", "t"))
-        stream = sessions.get("s1").events()
+        hole = ControlEndpoint(f"http://127.0.0.1:{port}", "t")
+        stream = RemoteSessions(hole).get("s1").events()
         with pytest.raises(ControlRequestError) as failed:
             await asyncio.wait_for(stream.ready(), 5)
         assert failed.value.status is None and "no answer" in failed.value.message
         await stream.aclose()
+        await hole.aclose()
     finally:
+        for writer in writers:
+            writer.close()
         server.close()
+        await server.wait_closed()
 
 
 async def test_remote_invoke_turns_every_failure_into_one_failed_event(fake: FakeServe) -> None:

@@ -1,0 +1,337 @@
+"""What ``attach`` shows of a session: its durable entries and its live events, each thing once.
+
+Two sources describe the same conversation: ``entries(since=...)`` (durable, after the fact) and
+``events()`` (live, as it happens). A subscription opens before the entries are read, so the two
+overlap, and a reconnect leaves a gap that only the entries can fill. The transcript shows each
+entry exactly once by its id:
+
+* every entry read from ``entries()`` is *accounted for* (its id kept, the last one is the cursor
+  for the next read), and the ones on the active path are shown;
+* a live ``user_message`` or ``message_finished`` names its ``entryId``: one already accounted for
+  is not shown again; tool calls are matched by their call id;
+* an assistant message's deltas may belong to an entry the read already showed (it was appended
+  between subscribing and reading), which only its ``message_finished`` tells. So after every read
+  that returned entries, messages are *held* (not streamed) until the stream proves it is past
+  the read: an entry id the read did not contain (a user message, a finished message, a tool
+  result or call). A held message whose entry was already shown is dropped, the others are shown
+  at their finish;
+* a message whose start this subscription missed (it began before a reconnect) is rendered from
+  the record at its finish (:meth:`Transcript.feed` asks for a read); an answer that was cut off
+  by the disconnect continues where the screen left it when the record's text starts with what
+  was shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fastagent_cli.chat.tool_lines import ToolLog, ToolRecord
+from fastagent_cli.contract import Failed, Retrying, ToolEnded, ToolStarted
+from fastagent_cli.control import EntryView, SessionEntries, SessionEvent
+
+__all__ = ["Transcript", "TranscriptSink", "active_path"]
+
+
+class TranscriptSink(Protocol):
+    """Where the transcript goes (the chat's :class:`~fastagent_cli.chat.render.ChatRenderer`)."""
+
+    def user_prompt(self, text: str) -> None: ...
+
+    def text(self, delta: str) -> None: ...
+
+    def thinking(self, delta: str) -> None: ...
+
+    def end_message(self) -> None: ...
+
+    def tool_started(self, record: ToolRecord) -> None: ...
+
+    def tool_ended(self, record: ToolRecord) -> None: ...
+
+    def retrying(self, event: Retrying) -> None: ...
+
+    def failed(self, event: Failed) -> None: ...
+
+    def note(self, text: str, style: str = "cyan") -> None: ...
+
+
+def active_path(entries: Sequence[EntryView], leaf: str | None) -> set[str]:
+    """The ids of ``entries`` on the path to ``leaf`` (all of them without a leaf; none when the
+    leaf is not among them: it moved back to an entry read before)."""
+    if leaf is None:
+        return {e.id for e in entries}
+    by_id = {e.id: e for e in entries}
+    on_path: set[str] = set()
+    current = by_id.get(leaf)
+    while current is not None and current.id not in on_path:
+        on_path.add(current.id)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    return on_path
+
+
+@dataclass(slots=True)
+class _Message:
+    """A live assistant message of this subscription."""
+
+    held: bool
+    orphan: bool = False
+    """Its start came before this subscription: only the record has all of it."""
+    deltas: list[tuple[str, str]] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)
+    """The text streamed to the sink."""
+
+
+class Transcript:
+    """Feed it entries (:meth:`show_entries`) and live events (:meth:`feed`); it drives ``sink``."""
+
+    def __init__(
+        self, sink: TranscriptSink, clock: Callable[[], float], *, history: int | None = None
+    ) -> None:
+        self.sink = sink
+        self.clock = clock
+        self.history = history
+        """How many entries the first read shows at most (``None``: all)."""
+        self.cursor: str | None = None
+        """The last entry accounted for, in append order (``entries(since=cursor)`` reads on)."""
+        self.tools = ToolLog()
+        self._accounted: set[str] = set()
+        self._announced: set[str] = set()
+        """Tool call ids of the assistant entries read."""
+        self._tools_done: set[str] = set()
+        self._tools_live: dict[str, ToolRecord] = {}
+        self._synced = True
+        self._message: _Message | None = None
+        self._partial: str | None = None
+        """Answer text shown before a disconnect whose message never finished on screen."""
+        self.shown_any = False
+
+    # --- durable entries ------------------------------------------------------------------------
+
+    def show_entries(self, read: SessionEntries, *, first: bool = False) -> None:
+        """Show what a read returned that is not on screen yet (``first``: the opening backfill,
+        cut to :attr:`history`)."""
+        fresh = [e for e in read.entries if e.id not in self._accounted]
+        on_path = active_path(read.entries, read.leaf_entry_id)
+        shown = [e for e in fresh if e.id in on_path and _visible(e)]
+        if first and self.history is not None and len(shown) > self.history:
+            skipped = len(shown) - self.history
+            shown = shown[skipped:]
+            self.sink.note(f"… {skipped} earlier entries not shown (--history N shows more)", "dim")
+        starts = {c["id"]: e.timestamp / 1000 for e in fresh for c in _calls(e)}
+        for entry in shown:
+            self._show(entry, starts)
+        for entry in fresh:
+            self._accounted.add(entry.id)
+            self._announced.update(c["id"] for c in _calls(entry))
+            if entry.kind == "tool":
+                self._tools_done.add(str(entry.data.get("toolCallId", "")))
+        if read.entries:
+            self.cursor = read.entries[-1].id
+        self.sink.end_message()
+        self._synced = not fresh  # until the stream proves it is past this read
+
+    def _show(self, entry: EntryView, starts: Mapping[str, float]) -> None:
+        data = entry.data
+        if entry.kind == "user":
+            self._close_partial()
+            self.sink.user_prompt(str(data.get("text", "")))
+        elif entry.kind == "assistant":
+            text = str(data.get("text", ""))
+            if self._partial is not None:
+                if text.startswith(self._partial):
+                    text = text[len(self._partial) :]
+                    self._partial = None
+                else:
+                    self._close_partial()
+            if text:
+                self.sink.text(text)
+            self.sink.end_message()
+        elif entry.kind == "tool":
+            self._close_partial()
+            call = str(data.get("toolCallId", ""))
+            if call in self._tools_done:
+                return
+            record = self._tools_live.pop(call, None)
+            if record is None:
+                started = starts.get(call, entry.timestamp / 1000)
+                name = str(data.get("toolName", "tool"))
+                record = self.tools.start(ToolStarted(call, name, None), started)
+            ended = ToolEnded(call, bool(data.get("isError")), data.get("text", ""))
+            self.tools.end(ended, entry.timestamp / 1000)
+            self.sink.tool_ended(record)
+        elif entry.kind == "compaction":
+            self._close_partial()
+            self.sink.note("⋯ the history before this point was compacted into a summary", "dim")
+        self.shown_any = True
+
+    # --- live events ----------------------------------------------------------------------------
+
+    def feed(self, event: SessionEvent) -> bool:
+        """Show one live event; ``True`` when the record must be read to show it (a message whose
+        start was missed): read ``entries(since=self.cursor)`` and pass it to :meth:`show_entries`."""
+        kind, data = event.type, event.data
+        if kind == "user_message":
+            entry = data.get("entryId")
+            if entry in self._accounted:
+                return False
+            self._past_the_read(entry)
+            self._close_partial()
+            self.sink.user_prompt(str(data.get("text", "")))
+            self._account(entry)
+        elif kind == "message_started":
+            self._close_partial()  # a new answer: the one cut off by the disconnect is over
+            self._message = _Message(held=not self._synced)
+        elif kind == "message_delta":
+            self._delta(str(data.get("channel", "text")), str(data.get("delta", "")))
+        elif kind == "message_finished":
+            return self._finished(data.get("entryId"))
+        elif kind == "tool_started":
+            self._tool_started(data)
+        elif kind == "tool_finished":
+            self._tool_finished(data)
+        elif kind == "retry_scheduled":
+            self.sink.retrying(
+                Retrying(
+                    _int(data.get("attempt")),
+                    _int(data.get("maxAttempts")),
+                    _int(data.get("delayMs")),
+                    str(data.get("error", "")),
+                )
+            )
+        elif kind == "run_settled":
+            self._settled(data)
+        elif kind == "compaction_started":
+            self.sink.note("⋯ compacting the session…", "dim")
+        elif kind == "compaction_finished":
+            self._compacted(data)
+        elif kind == "serving_error":
+            self.sink.note(f"✗ server error: {data.get('message', '')}", "red")
+        return False
+
+    def _delta(self, channel: str, delta: str) -> None:
+        message = self._message
+        if message is None:  # its start came before this subscription
+            message = self._message = _Message(held=True, orphan=True)
+        if message.held:
+            message.deltas.append((channel, delta))
+        else:
+            self._stream(message, channel, delta)
+
+    def _stream(self, message: _Message, channel: str, delta: str) -> None:
+        if channel == "thinking":
+            self.sink.thinking(delta)
+        else:
+            message.shown.append(delta)
+            self.sink.text(delta)
+
+    def _finished(self, entry: Any) -> bool:
+        message, self._message = self._message, None
+        if entry is not None and entry in self._accounted:
+            return False  # shown from the record already
+        if message is None or message.orphan:
+            return entry is not None  # only the record has all of it
+        self._past_the_read(entry)
+        if message.held:
+            for channel, delta in message.deltas:
+                self._stream(message, channel, delta)
+        self.sink.end_message()
+        self._account(entry)
+        return False
+
+    def _tool_started(self, data: Mapping[str, Any]) -> None:
+        call = str(data.get("id", ""))
+        if call in self._tools_done or call in self._tools_live:
+            return
+        if call not in self._announced:
+            self._synced = True  # its assistant entry was not in the read
+        self._close_partial()
+        started = ToolStarted(call, str(data.get("name", "tool")), data.get("args"))
+        record = self.tools.start(started, self.clock())
+        self._tools_live[call] = record
+        self.sink.tool_started(record)
+
+    def _tool_finished(self, data: Mapping[str, Any]) -> None:
+        call = str(data.get("id", ""))
+        if call in self._tools_done:
+            return
+        self._synced = True  # its result entry was appended after the read
+        record = self._tools_live.pop(call, None)
+        if record is None:
+            record = self.tools.start(ToolStarted(call, "(tool)", None), self.clock())
+        self.tools.end(ToolEnded(call, bool(data.get("isError")), data.get("content")), self.clock())
+        self._tools_done.add(call)
+        self.sink.tool_ended(record)
+
+    def _settled(self, data: Mapping[str, Any]) -> None:
+        self._message = None
+        self._close_partial()
+        for record in self.tools.interrupt_running(self.clock()):
+            self._tools_live.pop(record.id, None)
+            self.sink.tool_ended(record)
+        status = data.get("status")
+        error = data.get("error") if isinstance(data.get("error"), Mapping) else {}
+        assert isinstance(error, Mapping)
+        if status == "aborted":
+            self.sink.note("⏹ the run was aborted", "yellow")
+        elif status == "failed":
+            code = error.get("code")
+            self.sink.failed(
+                Failed(
+                    str(error.get("message", "the run failed")),
+                    bool(error.get("retryable")),
+                    code if isinstance(code, str) else None,
+                )
+            )
+        self.sink.end_message()
+
+    def _compacted(self, data: Mapping[str, Any]) -> None:
+        if data.get("aborted"):
+            self.sink.note("⋯ compaction aborted; the history is unchanged", "dim")
+        elif "error" in data:
+            self.sink.note(f"✗ compaction failed: {data.get('error')}", "red")
+        else:
+            size = len(str(data.get("summary", "")))
+            self.sink.note(f"⋯ compacted: older history is now a {size}-character summary", "dim")
+
+    # --- connection -----------------------------------------------------------------------------
+
+    def connection_lost(self) -> None:
+        """The subscription ended: an answer being streamed may continue after the reconnect."""
+        message, self._message = self._message, None
+        if message is not None and not message.held:
+            self._partial = "".join(message.shown)
+
+    def run_gone(self) -> None:
+        """The reconnect found no run: an answer cut off by the disconnect stays cut off."""
+        self._message = None
+        self._close_partial()
+
+    def _close_partial(self) -> None:
+        if self._partial is not None:
+            self._partial = None
+            self.sink.end_message()
+            self.sink.note("⋯ (the rest of that answer was lost with the connection)", "dim")
+
+    def _past_the_read(self, entry: Any) -> None:
+        if entry is not None and entry not in self._accounted:
+            self._synced = True
+
+    def _account(self, entry: Any) -> None:
+        if isinstance(entry, str):
+            self._accounted.add(entry)
+            self.cursor = entry
+        self.shown_any = True
+
+
+def _visible(entry: EntryView) -> bool:
+    return entry.kind in ("user", "assistant", "tool", "compaction")
+
+
+def _calls(entry: EntryView) -> Iterable[Mapping[str, Any]]:
+    calls = entry.data.get("toolCalls") if entry.kind == "assistant" else None
+    return [c for c in calls if isinstance(c, Mapping) and "id" in c] if isinstance(calls, list) else []
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
