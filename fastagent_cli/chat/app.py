@@ -26,7 +26,6 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.output import Output, create_output
-from prompt_toolkit.styles import Style
 from rich.console import Console
 from rich.text import Text
 
@@ -35,7 +34,7 @@ from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.status import status_fragments
+from fastagent_cli.chat.status import STYLE, status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionEventsClosed, SessionEventStream
@@ -45,15 +44,6 @@ from fastagent_cli.state.atomic import make_private_dir
 __all__ = ["ChatApp"]
 
 _TICK_S = 0.08
-STYLE = Style.from_dict(
-    {
-        "prompt": "bold #5fafff",
-        "bottom-toolbar": "noreverse bg:#262626 #a8a8a8",
-        "status.model": "bold #87afff",
-        "status.cost": "#87d787",
-        "status.hint": "#ffaf5f",
-    }
-)
 
 
 class ChatApp:

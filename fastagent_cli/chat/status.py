@@ -12,7 +12,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StatusInfo", "UsageTotals", "format_cost", "format_tokens", "status_fragments", "status_text"]
+from prompt_toolkit.styles import Style
+
+__all__ = [
+    "STYLE",
+    "StatusInfo",
+    "UsageTotals",
+    "format_cost",
+    "format_tokens",
+    "status_fragments",
+    "status_text",
+]
+
+
+STYLE = Style.from_dict(
+    {
+        "prompt": "bold #5fafff",
+        "bottom-toolbar": "noreverse bg:#262626 #a8a8a8",
+        "status.model": "bold #87afff",
+        "status.cost": "#87d787",
+        "status.hint": "#ffaf5f",
+    }
+)
+"""The prompt and status line colours of the chat (and of attach)."""
 
 
 @dataclass(slots=True)

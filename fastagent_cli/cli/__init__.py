@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fastagent_cli.cli.add_cmd:add",
         "Add a part to the agent: a skill, the github or telegram channel.",
     ),
+    "attach": (
+        "fastagent_cli.cli.attach_cmd:attach",
+        "Attach the chat's terminal UI to a live session of a serve.",
+    ),
     "chat": ("fastagent_cli.cli.chat_cmd:chat", "Chat with the agent in the terminal."),
     "completion": (
         "fastagent_cli.cli.completion_cmd:completion",

@@ -292,3 +292,44 @@ def test_run_outcomes_and_other_events() -> None:
         "note: ⋯ compaction aborted; the history is unchanged",
         "note: ✗ server error: crashed",
     ]
+
+
+def test_tool_call_ids_that_repeat_across_runs_are_told_apart_by_their_entry() -> None:
+    transcript, screen = make()
+    call = [{"id": "call_0_0", "name": "nap"}]
+    read = SessionEntries(
+        (
+            entry("u1", "user", text="first"),
+            entry("a1", "assistant", "u1", text="", toolCalls=call),
+            entry("t1", "tool", "a1", toolCallId="call_0_0", toolName="nap", isError=False, text="slept"),
+            entry("a2", "assistant", "t1", text="done"),
+        ),
+        "a2",
+    )
+    transcript.show_entries(read, first=True)
+    transcript.feed(ev("user_message", entryId="u2", text="second"))
+    transcript.feed(ev("message_started"))
+    transcript.feed(ev("message_finished", entryId="a3", stopReason="toolUse"))
+    transcript.feed(ev("tool_started", id="call_0_0", name="nap", args={"seconds": 30}))
+    transcript.feed(ev("tool_finished", id="call_0_0", isError=True, content="Operation aborted"))
+    tools = [line.rsplit(" ", 1)[0] for line in screen.lines if line.startswith("tool ")]
+    assert tools == ["tool nap ok", "tool nap error"]
+
+
+def test_a_subscription_that_begins_mid_batch_keys_its_tools_by_the_read() -> None:
+    transcript, screen = make()
+    call = [{"id": "call_0_0", "name": "nap"}]
+    transcript.show_entries(SessionEntries((entry("u1", "user", text="x"),), "u1"), first=True)
+    transcript.connection_lost()  # away while a1 was answered and its tool ran
+    read = SessionEntries(
+        (
+            entry("a1", "assistant", "u1", text="", toolCalls=call),
+            entry("t1", "tool", "a1", toolCallId="call_0_0", toolName="nap", isError=False, text="slept"),
+        ),
+        "t1",
+    )
+    transcript.show_entries(read)
+    transcript.feed(
+        ev("tool_finished", id="call_0_0", isError=False, content="slept")
+    )  # buffered before the read
+    assert [line for line in screen.lines if line.startswith("tool ")] == ["tool nap ok 0.0s"]

@@ -1,0 +1,33 @@
+"""``fastagent attach``: the chat's terminal UI on a live session of a serve, over ``/control``.
+
+* :mod:`.transcript`: durable entries and live events shown once each;
+* :mod:`.follow`: rounds of subscribe, resync from ``entries(since=)``, follow;
+* :mod:`.link`: the endpoint, ``control.json`` re-read after a restart, the reconnect budgets;
+* :mod:`.app`: the prompt and the run view, what a typed line does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from fastagent_cli.chat.attach.app import AttachApp
+from fastagent_cli.chat.attach.link import Endpoint, Link
+
+__all__ = ["AttachApp", "Endpoint", "Link", "attach"]
+
+
+async def attach(
+    session: str,
+    *,
+    endpoint: Endpoint | None,
+    discover: Callable[[], Endpoint | None] | None,
+    history: int | None,
+    history_path: Path | None = None,
+    source: str = "control.json",
+) -> int:
+    """Attach to ``session`` at ``endpoint`` (``discover`` reads a local serve's ``control.json``
+    (``source``) again after a restart; ``None`` for a remote one). 0 once detached;
+    :class:`~fastagent_cli.chat.attach.follow.AttachEnded` (exit 1) when it gives up."""
+    app = AttachApp(Link(endpoint, discover, source), session, history=history, history_path=history_path)
+    return await app.run()

@@ -83,11 +83,7 @@ def decide(
         )
     if down_s >= limit:
         if startup:
-            return Decision(
-                "exit",
-                f"{error} — no serve answers (is `fastagent start` or `dev` running with "
-                "session_control = true? control.json may be stale)",
-            )
+            return Decision("exit", f"{error} (waited {down} s)")
         return Decision(
             "exit", f"{error} — the serve has been unreachable for ~{down} s; restart it and re-run attach"
         )
@@ -99,9 +95,16 @@ class Link:
     endpoint comes from after a restart (``discover``: read ``control.json``; ``None`` for a remote
     endpoint)."""
 
-    def __init__(self, endpoint: Endpoint | None, discover: Callable[[], Endpoint | None] | None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint | None,
+        discover: Callable[[], Endpoint | None] | None,
+        source: str = "control.json",
+    ) -> None:
         self.endpoint = endpoint
         self.discover = discover
+        self.source = source
+        """Where ``discover`` reads (for messages)."""
         self.control: RemoteSessionControl | None = None
         self.agent: RemoteAgent | None = None
 
@@ -129,8 +132,19 @@ class Link:
         if target is None and self.discover is not None:
             target = self.discover()
         if target is None:
-            raise ControlRequestError("no control.json yet (is a serve with session_control = true running?)")
-        control = await connect_session_control(target.url, target.token)
+            raise ControlRequestError(
+                f"no {self.source}: is `fastagent start` or `dev` running there with session_control = true? "
+                "(a remote serve: --url and --token)"
+            )
+        try:
+            control = await connect_session_control(target.url, target.token)
+        except ControlRequestError as exc:
+            if self.local and exc.status is None:
+                stale = (
+                    f"{exc.message} — {self.source} names a serve that does not answer (stopped, or starting)"
+                )
+                raise ControlRequestError(stale) from None
+            raise
         await self.aclose()
         self.endpoint, self.control, self.agent = target, control, connect_agent(target.url, target.token)
         return control

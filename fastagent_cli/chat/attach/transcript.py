@@ -9,6 +9,8 @@ entry exactly once by its id:
   for the next read), and the ones on the active path are shown;
 * a live ``user_message`` or ``message_finished`` names its ``entryId``: one already accounted for
   is not shown again; tool calls are matched by their call id;
+* a tool call is known by its call id under the assistant entry that made it (ids repeat across
+  a session with some models);
 * an assistant message's deltas may belong to an entry the read already showed (it was appended
   between subscribing and reading), which only its ``message_finished`` tells. So after every read
   that returned entries, messages are *held* (not streamed) until the stream proves it is past
@@ -96,10 +98,18 @@ class Transcript:
         """The last entry accounted for, in append order (``entries(since=cursor)`` reads on)."""
         self.tools = ToolLog()
         self._accounted: set[str] = set()
-        self._announced: set[str] = set()
-        """Tool call ids of the assistant entries read."""
-        self._tools_done: set[str] = set()
-        self._tools_live: dict[str, ToolRecord] = {}
+        self._owner: str | None = None
+        """The latest assistant entry known (append order): the tool results read after it are its."""
+        self._live_owner: str | None = None
+        """The assistant entry of the live tool events: the latest ``message_finished`` of this
+        subscription; before one arrived, the latest entry of the read that made the call, else
+        :attr:`_base_owner` (the latest known before the read)."""
+        self._base_owner: str | None = None
+        self._callers: dict[str, str] = {}
+        self._announced: set[tuple[str | None, str]] = set()
+        """The tool calls of the assistant entries read."""
+        self._tools_done: set[tuple[str | None, str]] = set()
+        self._tools_live: dict[tuple[str | None, str], ToolRecord] = {}
         self._synced = True
         self._message: _Message | None = None
         self._partial: str | None = None
@@ -111,27 +121,43 @@ class Transcript:
     def show_entries(self, read: SessionEntries, *, first: bool = False) -> None:
         """Show what a read returned that is not on screen yet (``first``: the opening backfill,
         cut to :attr:`history`)."""
-        fresh = [e for e in read.entries if e.id not in self._accounted]
+        fresh = {e.id for e in read.entries if e.id not in self._accounted}
         on_path = active_path(read.entries, read.leaf_entry_id)
-        shown = [e for e in fresh if e.id in on_path and _visible(e)]
+        shown = [e.id for e in read.entries if e.id in fresh and e.id in on_path and _visible(e)]
         if first and self.history is not None and len(shown) > self.history:
             skipped = len(shown) - self.history
             shown = shown[skipped:]
             self.sink.note(f"… {skipped} earlier entries not shown (--history N shows more)", "dim")
-        starts = {c["id"]: e.timestamp / 1000 for e in fresh for c in _calls(e)}
-        for entry in shown:
-            self._show(entry, starts)
-        for entry in fresh:
-            self._accounted.add(entry.id)
-            self._announced.update(c["id"] for c in _calls(entry))
+        showing = set(shown)
+        starts: dict[tuple[str | None, str], float] = {}
+        for entry in read.entries:  # append order: tool results follow the entry that called them
+            if entry.kind == "assistant":
+                self._owner = entry.id
+                for call in _calls(entry):
+                    starts[(entry.id, str(call["id"]))] = entry.timestamp / 1000
+                    self._callers[str(call["id"])] = entry.id
+                    if entry.id in fresh:
+                        self._announced.add((entry.id, str(call["id"])))
+            if entry.id in showing:
+                self._show(entry, starts)
             if entry.kind == "tool":
-                self._tools_done.add(str(entry.data.get("toolCallId", "")))
+                self._tools_done.add((self._owner, str(entry.data.get("toolCallId", ""))))
+            self._accounted.add(entry.id)
         if read.entries:
             self.cursor = read.entries[-1].id
         self.sink.end_message()
         self._synced = not fresh  # until the stream proves it is past this read
 
-    def _show(self, entry: EntryView, starts: Mapping[str, float]) -> None:
+    def begin_round(self) -> None:
+        """A new subscription: its tool events belong to the batch running when it began."""
+        self._live_owner = None
+        self._base_owner = self._owner
+        self._callers = {}
+
+    def _tool_key(self, call: str) -> tuple[str | None, str]:
+        return (self._live_owner or self._callers.get(call) or self._base_owner, call)
+
+    def _show(self, entry: EntryView, starts: Mapping[tuple[str | None, str], float]) -> None:
         data = entry.data
         if entry.kind == "user":
             self._close_partial()
@@ -150,11 +176,12 @@ class Transcript:
         elif entry.kind == "tool":
             self._close_partial()
             call = str(data.get("toolCallId", ""))
-            if call in self._tools_done:
+            key = (self._owner, call)
+            if key in self._tools_done:
                 return
-            record = self._tools_live.pop(call, None)
+            record = self._tools_live.pop(key, None)
             if record is None:
-                started = starts.get(call, entry.timestamp / 1000)
+                started = starts.get(key, entry.timestamp / 1000)
                 name = str(data.get("toolName", "tool"))
                 record = self.tools.start(ToolStarted(call, name, None), started)
             ended = ToolEnded(call, bool(data.get("isError")), data.get("text", ""))
@@ -227,6 +254,10 @@ class Transcript:
 
     def _finished(self, entry: Any) -> bool:
         message, self._message = self._message, None
+        if isinstance(entry, str):
+            self._live_owner = entry
+            if entry not in self._accounted:
+                self._owner = entry
         if entry is not None and entry in self._accounted:
             return False  # shown from the record already
         if message is None or message.orphan:
@@ -241,34 +272,36 @@ class Transcript:
 
     def _tool_started(self, data: Mapping[str, Any]) -> None:
         call = str(data.get("id", ""))
-        if call in self._tools_done or call in self._tools_live:
+        key = self._tool_key(call)
+        if key in self._tools_done or key in self._tools_live:
             return
-        if call not in self._announced:
+        if key not in self._announced:
             self._synced = True  # its assistant entry was not in the read
         self._close_partial()
         started = ToolStarted(call, str(data.get("name", "tool")), data.get("args"))
         record = self.tools.start(started, self.clock())
-        self._tools_live[call] = record
+        self._tools_live[key] = record
         self.sink.tool_started(record)
 
     def _tool_finished(self, data: Mapping[str, Any]) -> None:
         call = str(data.get("id", ""))
-        if call in self._tools_done:
+        key = self._tool_key(call)
+        if key in self._tools_done:
             return
         self._synced = True  # its result entry was appended after the read
-        record = self._tools_live.pop(call, None)
+        record = self._tools_live.pop(key, None)
         if record is None:
             record = self.tools.start(ToolStarted(call, "(tool)", None), self.clock())
         self.tools.end(ToolEnded(call, bool(data.get("isError")), data.get("content")), self.clock())
-        self._tools_done.add(call)
+        self._tools_done.add(key)
         self.sink.tool_ended(record)
 
     def _settled(self, data: Mapping[str, Any]) -> None:
         self._message = None
         self._close_partial()
         for record in self.tools.interrupt_running(self.clock()):
-            self._tools_live.pop(record.id, None)
             self.sink.tool_ended(record)
+        self._tools_live.clear()
         status = data.get("status")
         error = data.get("error") if isinstance(data.get("error"), Mapping) else {}
         assert isinstance(error, Mapping)
@@ -298,6 +331,7 @@ class Transcript:
 
     def connection_lost(self) -> None:
         """The subscription ended: an answer being streamed may continue after the reconnect."""
+        self.begin_round()
         message, self._message = self._message, None
         if message is not None and not message.held:
             self._partial = "".join(message.shown)

@@ -1,0 +1,485 @@
+"""``fastagent attach``: the chat's terminal UI on a session that a serve runs.
+
+The screen is the chat's: the same renderer (streamed Markdown, thinking, one line per tool call),
+the same keys and the same status line. What differs is who drives: runs come from the session's
+live events (whoever started them: a channel, a schedule, another client, this attach), so the
+UI switches between the prompt (idle) and the turn view (a run is shown) as the events say.
+
+* Idle, Enter sends the line as a new run through ``POST /control/invoke`` (if a run started
+  meanwhile, it steers that run instead); Alt+Enter or Ctrl+J inserts a newline.
+* While a run is shown, typing goes to the composer under it: Enter steers the run, Alt+Enter
+  queues a follow-up (if the run ended first, the text starts a new run).
+* ``/abort`` stops the active run, ``/commands`` lists the agent's skills, ``/help`` the keys;
+  every other leading ``/`` word is reserved (``//text`` sends ``/text``).
+* Ctrl+C (or Ctrl+D on an empty prompt, or ``/detach``) detaches; a run this attach started is
+  cancelled with it (its invoke stream is its driver). Ctrl+T shows or hides thinking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any, Literal
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import WordCompleter
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
+from prompt_toolkit.output import Output, create_output
+from rich.console import Console
+from rich.text import Text
+
+from fastagent_cli.chat.attach.follow import AttachEnded, Follower
+from fastagent_cli.chat.attach.link import Link
+from fastagent_cli.chat.attach.transcript import Transcript
+from fastagent_cli.chat.composer import ActionKind, TurnComposer
+from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.status import STYLE, StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.turn_keys import watch_turn_keys
+from fastagent_cli.contract import Failed, Prompt, Scope
+from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionState
+from fastagent_cli.errors import ControlRequestError, one_line
+from fastagent_cli.remote import REQUEST_FAILED
+from fastagent_cli.state.atomic import make_private_dir
+
+__all__ = ["AttachApp"]
+
+_TICK_S = 0.08
+SLASH_WORDS = ["/abort", "/commands", "/help", "/detach"]
+KEYS = (
+    "Enter sends (a new run; while a run streams, steers it) · Alt+Enter newline, or queues a "
+    "follow-up while a run streams · /abort · /commands · Ctrl+C detaches"
+)
+RESERVED = "a leading / is reserved: /abort stops the run, /commands lists skills, //text sends /text"
+
+
+class _Suspend(Exception):
+    """Takes the prompt down (a run started, something prints, a detach)."""
+
+
+class AttachApp:
+    def __init__(
+        self,
+        link: Link,
+        session: str,
+        *,
+        console: Console | None = None,
+        input: Input | None = None,
+        output: Output | None = None,
+        history: int | None = 40,
+        history_path: Path | None = None,
+        show_thinking: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.link = link
+        self.session = session
+        self.console = console or Console(highlight=False)
+        self.input = input or create_input()
+        self.output = output or create_output()
+        self.renderer = ChatRenderer(
+            self.console,
+            show_thinking=show_thinking,
+            clock=clock,
+            keys_hint="Ctrl+C detaches · /abort stops the run",
+        )
+        self.transcript = Transcript(self.renderer, clock, history=history)
+        self.follower = Follower(link, session, self.transcript, self, clock=clock)
+        self.prompts_shown = 0
+        """How many times the prompt was shown (tests wait on it)."""
+        self._state: SessionState | None = None
+        self._connection: str | None = None
+        self._wake = asyncio.Event()
+        self._want_run = False
+        self._run_shown = asyncio.Event()
+        self._prompting = False
+        self._print_requests = 0
+        self._prompt_down = asyncio.Event()
+        self._detach = asyncio.Event()
+        self._fatal: str | None = None
+        self._draft = ""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._own_runs: set[asyncio.Task[None]] = set()
+        history_store: History = InMemoryHistory()
+        if history_path is not None:
+            make_private_dir(history_path.parent)
+            history_store = FileHistory(str(history_path))
+        self.prompt: PromptSession[str] = PromptSession(
+            message=[("class:prompt", "› ")],
+            multiline=True,
+            prompt_continuation="  ",
+            key_bindings=self._bindings(),
+            history=history_store,
+            completer=WordCompleter(SLASH_WORDS, sentence=True, pattern=None),
+            complete_while_typing=True,
+            bottom_toolbar=self._toolbar,
+            style=STYLE,
+            input=self.input,
+            output=self.output,
+            erase_when_done=True,
+        )
+
+    # --- keys and the status line ---------------------------------------------------------------
+
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+
+        @kb.add("enter")
+        def _send(event: KeyPressEvent) -> None:
+            event.current_buffer.validate_and_handle()
+
+        @kb.add("escape", "enter")
+        @kb.add("c-j")
+        def _newline(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @kb.add("c-c")
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            event.app.exit(exception=EOFError())
+
+        @kb.add("c-d")
+        def _ctrl_d(event: KeyPressEvent) -> None:
+            if not event.current_buffer.text:
+                event.app.exit(exception=EOFError())
+
+        @kb.add("c-t")
+        def _toggle(event: KeyPressEvent) -> None:
+            self.renderer.toggle_thinking()
+            event.app.invalidate()
+
+        return kb
+
+    def _toolbar(self) -> StyleAndTextTuples:
+        state = self._state
+        model = (state.model if state is not None else None) or "(model unknown)"
+        thinking = (state.thinking_level if state is not None else None) or "off"
+        hint = self._connection or f"attached via {self.link.url}"
+        usage = state.usage if state is not None else None
+        if usage is not None and usage.context_tokens is not None and usage.context_window:
+            hint = (
+                f"context {format_tokens(usage.context_tokens)}/{format_tokens(usage.context_window)} · "
+                + hint
+            )
+        if not self.renderer.show_thinking:
+            hint += "  thinking hidden"
+        return list(status_fragments(StatusInfo(model, thinking, self.session, UsageTotals(), hint)))
+
+    # --- the Screen the follower drives ---------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def printing(self) -> AsyncIterator[None]:
+        if not self._prompting:
+            yield
+            return
+        self._print_requests += 1
+        self._wake.set()
+        try:
+            await self._prompt_down.wait()
+            yield
+        finally:
+            self._print_requests -= 1
+            self._wake.set()
+
+    async def enter_run(self) -> None:
+        if self._want_run and self._run_shown.is_set():
+            return
+        self._want_run = True
+        self._wake.set()
+        await self._run_shown.wait()
+
+    async def leave_run(self) -> None:
+        if self._want_run:
+            self._want_run = False
+            self._wake.set()
+
+    def show_state(self, state: SessionState) -> None:
+        self._state = state
+        self._invalidate()
+
+    def show_change(self, data: dict[str, object]) -> None:
+        if self._state is None:
+            return
+        model, thinking = data.get("model"), data.get("thinkingLevel")
+        name = data.get("name")
+        self._state = SessionState(
+            self._state.status,
+            name if isinstance(name, str) else self._state.name,
+            self._state.active_run_id,
+            model if isinstance(model, str) else self._state.model,
+            thinking if isinstance(thinking, str) else self._state.thinking_level,
+            self._state.available_thinking_levels,
+            self._state.pending,
+            self._state.usage,
+            self._state.leaf_entry_id,
+        )
+        self._invalidate()
+
+    def show_pending(self, steering: tuple[str, ...], follow_up: tuple[str, ...]) -> None:
+        self.renderer.pending = (steering, follow_up)
+
+    def show_connection(self, problem: str | None) -> None:
+        self._connection = problem
+        self._invalidate()
+
+    def note(self, text: str, style: str = "cyan") -> None:
+        self.renderer.note(text, style)
+
+    def _invalidate(self) -> None:
+        if self._prompting and self.prompt.app.is_running:
+            self.prompt.app.invalidate()
+
+    # --- the main loop --------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Attach until detached (0); AttachEnded when the serve cannot be reached, stops answering
+        past its budget, refuses the token, or the session is deleted."""
+        state = await self.follower.connect()
+        self._banner(state)
+        follower = asyncio.create_task(self._follow())
+        try:
+            with self.input.raw_mode():
+                while not self._detach.is_set():
+                    self._wake.clear()
+                    if self._want_run:
+                        await self._show_run()
+                    else:
+                        await self._show_prompt()
+        finally:
+            await self._close(follower)
+        if self._fatal is not None:
+            raise AttachEnded(self._fatal)
+        return 0
+
+    async def _follow(self) -> None:
+        try:
+            await self.follower.run()
+        except AttachEnded as exc:
+            self._fatal = exc.message
+        finally:
+            self._request_detach()
+
+    async def _close(self, follower: asyncio.Task[None]) -> None:
+        cancelled = [task for task in self._own_runs if not task.done()]
+        pending = {*cancelled, follower, *self._tasks}
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=5)
+        await self.link.aclose()
+        if self._fatal is None:
+            cut = "; the run it started was cancelled" if cancelled else ""
+            self.console.print(Text(f"detached from {self.session}{cut}", "dim"))
+
+    def _banner(self, state: SessionState) -> None:
+        head = Text.assemble(
+            ("fastagent attach", "bold"),
+            (f" · {self.session} · {self.link.url} · {state.status}", "dim"),
+        )
+        self.console.print(head)
+        if state.leaf_entry_id is None and state.status == "idle":
+            self.console.print(
+                Text(f"no record of {self.session!r} yet: a new session, or a typo?", "yellow")
+            )
+        self.console.print(Text(KEYS, "dim"))
+
+    async def _show_prompt(self) -> None:
+        if self._print_requests:  # asked while the last prompt was ending
+            await self._let_print()
+            return
+        self.prompts_shown += 1
+        self._prompting = True
+        task = asyncio.create_task(self.prompt.prompt_async(default=self._draft))
+        self._draft = ""
+        try:
+            while not task.done():
+                self._wake.clear()
+                if self._want_run or self._print_requests or self._detach.is_set():
+                    self._draft = self.prompt.default_buffer.text
+                    if self.prompt.app.is_running:
+                        self.prompt.app.exit(exception=_Suspend())
+                    await asyncio.wait({task})
+                    break
+                woke = asyncio.create_task(self._wake.wait())
+                await asyncio.wait({task, woke}, return_when=asyncio.FIRST_COMPLETED)
+                woke.cancel()
+        finally:
+            self._prompting = False
+        try:
+            text = task.result()
+        except _Suspend:
+            await self._let_print()
+            return
+        except (EOFError, KeyboardInterrupt):
+            self._request_detach()
+            return
+        self._line(text, "line")
+
+    async def _let_print(self) -> None:
+        """The prompt is down: let whoever asked print, until nobody needs to."""
+        self._prompt_down.set()
+        try:
+            while self._print_requests and not self._detach.is_set():
+                self._wake.clear()
+                await self._wake.wait()
+        finally:
+            self._prompt_down.clear()
+
+    async def _show_run(self) -> None:
+        composer = TurnComposer(lambda text, kind: self._line(text, kind))
+        composer.text = self._draft
+        self._draft = ""
+
+        def on_key(press: KeyPress) -> bool:
+            taken = composer.feed(press)
+            self.renderer.composer = composer.text
+            self.renderer.refresh()
+            return taken
+
+        self.renderer.begin_turn()
+        self.renderer.composer = composer.text
+        ticker = asyncio.create_task(self._tick())
+        self._run_shown.set()
+        try:
+            with watch_turn_keys(self.input, self._request_detach, self._toggle_thinking, on_key):
+                while True:
+                    self._wake.clear()
+                    if not self._want_run or self._detach.is_set():
+                        break
+                    await self._wake.wait()
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            self._run_shown.clear()
+            self.renderer.end_turn()
+            self._draft = composer.take()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK_S)
+            with contextlib.suppress(Exception):  # a resize race must not end the view
+                self.renderer.refresh()
+
+    def _request_detach(self) -> None:
+        self._detach.set()
+        self._wake.set()
+
+    def _toggle_thinking(self) -> None:
+        self.renderer.toggle_thinking()
+        self.renderer.refresh()
+
+    # --- what the user sends --------------------------------------------------------------------
+
+    def _line(self, text: str, kind: ActionKind | Literal["line"]) -> None:
+        stripped = text.strip()
+        if not stripped:
+            return
+        if stripped.startswith("/") and not stripped.startswith("//"):
+            word, _, _ = stripped[1:].partition(" ")
+            word = word.split("\n", 1)[0]
+            if word == "abort":
+                self._spawn(self._abort())
+            elif word == "commands":
+                self._spawn(self._commands(None))
+            elif word in ("help", "?"):
+                self._spawn(self._say(KEYS))
+            elif word in ("detach", "exit", "quit"):
+                self._request_detach()
+            else:
+                self._spawn(self._commands(word))
+            return
+        if stripped.startswith("//"):
+            text = text.strip()[1:]
+        self._spawn(self._send(text.strip(), kind))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _say(self, text: str, style: str = "cyan") -> None:
+        async with self.printing():
+            self.renderer.note(text, style)
+
+    async def _send(self, text: str, kind: ActionKind | Literal["line"]) -> None:
+        control = self.link.control
+        if control is None:
+            await self._say(f"✗ not connected (reconnecting): not sent: {one_line(text, 60)}", "red")
+            return
+        session = control.sessions.get(self.session)
+        if kind == "line" and not self._want_run:
+            self._start_run(text)
+            return
+        prompt = Prompt(text)
+        result = await (session.follow_up(prompt) if kind == "follow_up" else session.steer(prompt))
+        if result.ok or result.error is None:
+            return
+        if result.error.code in (NO_ACTIVE_RUN, RUN_COMMAND_FAILED):
+            self._start_run(text)  # the run ended first: the text starts the next one
+            return
+        await self._say(f"✗ {result.error.message}", "red")
+
+    def _start_run(self, text: str) -> None:
+        task = asyncio.create_task(self._drive(text))
+        self._own_runs.add(task)
+        task.add_done_callback(self._own_runs.discard)
+
+    async def _drive(self, text: str) -> None:
+        """Start a run with ``text`` and hold its invoke stream (the run's driver) to its end; the
+        run itself is shown from the session's events."""
+        agent = self.link.agent
+        if agent is None:
+            await self._say("✗ not connected (reconnecting)", "red")
+            return
+        failure: Failed | None = None
+        async for event in agent.invoke(Scope(self.session), Prompt(text)):
+            if isinstance(event, Failed):
+                failure = event
+        if failure is None:
+            return
+        if failure.code == "session_busy":  # a run started meanwhile: join it
+            control = self.link.control
+            if control is not None:
+                result = await control.sessions.get(self.session).steer(Prompt(text))
+                if result.ok or result.error is None:
+                    return
+                await self._say(f"✗ the session is busy and took nothing: {result.error.message}", "red")
+            return
+        if failure.code == REQUEST_FAILED:  # the run's own failures arrive as its events
+            await self._say(f"✗ {failure.details}", "red")
+
+    async def _abort(self) -> None:
+        control = self.link.control
+        if control is None:
+            await self._say("✗ not connected (reconnecting)", "red")
+            return
+        result = await control.sessions.get(self.session).abort()
+        if result.ok or result.error is None:
+            await self._say("⏹ abort sent", "yellow")
+        elif result.error.code == NO_ACTIVE_RUN:
+            await self._say("nothing is running")
+        else:
+            await self._say(f"✗ could not abort: {result.error.message}", "red")
+
+    async def _commands(self, asked: str | None) -> None:
+        """``/commands`` (``asked`` is None) or any other reserved ``/word``."""
+        control = self.link.control
+        try:
+            commands = list(await control.commands()) if control is not None else []
+        except ControlRequestError as exc:
+            await self._say(f"✗ the command list is unavailable: {exc.message}", "red")
+            return
+        async with self.printing():
+            if asked is None:
+                if not commands:
+                    self.renderer.note("this agent defines no skills")
+                for command in commands:
+                    about = f" — {command.description}" if command.description else ""
+                    self.renderer.note(f"/{command.name}{about}  ({command.source})")
+                return
+            hit = next((c for c in commands if c.name == asked), None)
+            if hit is not None:
+                self.renderer.note(f"{hit.name} is a {hit.source}: name it in a message, without the /")
+            self.renderer.note(RESERVED, "yellow")
