@@ -35,7 +35,10 @@ PACKAGE = "fastagent_cli"
 ROOT = Path(fastagent_cli.__file__).resolve().parent
 
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    ("contract", frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup"})),
+    (
+        "contract",
+        frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup"}),
+    ),
     ("state", frozenset({"state"})),
     ("models|sessions", frozenset({"models", "sessions"})),
     ("tools", frozenset({"tools"})),

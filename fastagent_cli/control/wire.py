@@ -5,7 +5,7 @@ any JSON, and nothing it sent reaches the hub unless rebuilt here).
 * :func:`parse_update`: the body of ``PATCH /control/sessions/{id}``;
 * :func:`prompt_to_json` / :func:`prompt_from_json`: a full :class:`~fastagent_cli.contract.Prompt`
   (text and base64 images);
-* :func:`envelope`: one SSE message of ``GET /control/sessions/{id}/events``;
+* :func:`envelope` / :func:`envelopes`: the SSE messages of ``GET /control/sessions/{id}/events``;
 * :func:`run_action` / :func:`dispatch`: an action applied to a session (what the HTTP route and
   in-process callers such as a channel's stop command share).
 """
@@ -13,7 +13,7 @@ any JSON, and nothing it sent reaches the hub unless rebuilt here).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -34,6 +34,7 @@ __all__ = [
     "Action",
     "dispatch",
     "envelope",
+    "envelopes",
     "parse_action",
     "parse_update",
     "prompt_from_json",
@@ -132,10 +133,13 @@ def parse_update(raw: Any) -> SessionUpdate | ActionResult:
 
 def envelope(session: str, epoch: str, seq: int, event: SessionEvent) -> str:
     """``{sessionId, epoch, seq, event}`` as compact JSON (the event encoded once, shared)."""
-    return (
-        f'{{"sessionId":{json.dumps(session, ensure_ascii=False)},"epoch":"{epoch}",'
-        f'"seq":{seq},"event":{event.wire()}}}'
-    )
+    return envelopes(session, epoch, seq, (event,))[0]
+
+
+def envelopes(session: str, epoch: str, seq: int, events: Iterable[SessionEvent]) -> list[str]:
+    """The envelopes of ``events`` numbered on from ``seq`` (what one write to a watcher sends)."""
+    head = f'{{"sessionId":{json.dumps(session, ensure_ascii=False)},"epoch":"{epoch}","seq":'
+    return [f'{head}{seq + i},"event":{event.wire()}}}' for i, event in enumerate(events)]
 
 
 async def run_action(session: Session, action: Action) -> ActionResult:

@@ -97,6 +97,12 @@ class Subscription:
     async def ready(self) -> None:
         """Subscribed at creation: nothing to wait for in process."""
 
+    def drain(self) -> list[SessionEvent]:
+        """Every buffered event, at once (none after a detach)."""
+        taken = list(self._buffer)
+        self._buffer.clear()
+        return taken
+
     async def aclose(self) -> None:
         """Detach (a clean end: iteration stops, nothing is raised)."""
         self._detached = True

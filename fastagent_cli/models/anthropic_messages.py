@@ -25,7 +25,6 @@ from fastagent_cli.models._wire import (
 from fastagent_cli.models.anthropic_request import build_messages_request, uses_claude_code
 from fastagent_cli.models.claude_code import from_claude_code_name
 from fastagent_cli.models.http_client import HttpStreamClient
-from fastagent_cli.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -35,6 +34,7 @@ from fastagent_cli.models.types import (
     ThinkingContent,
     empty_usage,
 )
+from fastagent_cli.sse import aiter_sse
 
 __all__ = ["API", "AnthropicMessagesClient", "build_messages_request", "stream_error"]
 

@@ -26,7 +26,6 @@ from fastagent_cli.models.context_budget import OVERFLOW_ADVICE, estimate_input_
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.http_errors import classify_status
 from fastagent_cli.models.openai_request import build_chat_request, encode_chat_request
-from fastagent_cli.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -35,6 +34,7 @@ from fastagent_cli.models.types import (
     Usage,
     empty_usage,
 )
+from fastagent_cli.sse import aiter_sse
 
 __all__ = ["API", "OpenAIChatClient", "build_chat_request"]
 

@@ -30,7 +30,6 @@ from fastagent_cli.models._wire import (
 )
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.responses_request import build_responses_request, text_signature
-from fastagent_cli.sse import aiter_sse
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -42,6 +41,7 @@ from fastagent_cli.models.types import (
     Usage,
     empty_usage,
 )
+from fastagent_cli.sse import aiter_sse
 
 __all__ = ["OpenAIResponsesClient", "stream_failure"]
 

@@ -171,6 +171,12 @@ class RemoteEventStream:
         ControlRequestError if the stream cannot be opened."""
         await asyncio.shield(self._start())
 
+    def drain(self) -> list[SessionEvent]:
+        """Every event received and not consumed yet, at once."""
+        taken = list(self._buffer)
+        self._buffer.clear()
+        return taken
+
     def __aiter__(self) -> AsyncIterator[SessionEvent]:
         return self
 

@@ -23,6 +23,7 @@ Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -40,7 +41,7 @@ from fastagent_cli.control import (
     SessionEventsClosed,
     SessionEventStream,
     SessionsUnavailable,
-    envelope,
+    envelopes,
     parse_action,
     parse_update,
     rejected,
@@ -82,13 +83,23 @@ async def _read_json(request: web.BaseRequest) -> Any | web.Response:
         return text_response("invalid JSON\n", 400)
 
 
+COALESCE_S = 0.04
+"""Events published within this long after one another go out to a watcher in one write: a
+hundred watchers cost a write each per burst, not per event (a stream of text deltas arrives in
+25 bursts a second)."""
+
+
 async def _wire_events(stream: SessionEventStream, session: str, epoch: str) -> AsyncIterator[str]:
+    """Each burst of events as SSE ``data`` lines (``data: `` and the last blank line are the
+    writer's), the envelope ``{sessionId, epoch, seq, event}`` with ``seq`` from 0."""
     seq = 0
     async with stream as events:
         try:
             async for event in events:
-                yield envelope(session, epoch, seq, event)
-                seq += 1
+                await asyncio.sleep(COALESCE_S)
+                burst = [event, *events.drain()]
+                yield "\n\ndata: ".join(envelopes(session, epoch, seq, burst))
+                seq += len(burst)
         except SessionEventsClosed:
             return  # deleted or overflowed: the stream ends; the client resyncs from entries()
 
