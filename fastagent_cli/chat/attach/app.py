@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -203,18 +204,12 @@ class AttachApp:
     def show_change(self, data: dict[str, object]) -> None:
         if self._state is None:
             return
-        model, thinking = data.get("model"), data.get("thinkingLevel")
-        name = data.get("name")
-        self._state = SessionState(
-            self._state.status,
-            name if isinstance(name, str) else self._state.name,
-            self._state.active_run_id,
-            model if isinstance(model, str) else self._state.model,
-            thinking if isinstance(thinking, str) else self._state.thinking_level,
-            self._state.available_thinking_levels,
-            self._state.pending,
-            self._state.usage,
-            self._state.leaf_entry_id,
+        model, thinking, name = data.get("model"), data.get("thinkingLevel"), data.get("name")
+        self._state = dataclasses.replace(
+            self._state,
+            model=model if isinstance(model, str) else self._state.model,
+            thinking_level=thinking if isinstance(thinking, str) else self._state.thinking_level,
+            name=name if isinstance(name, str) else self._state.name,
         )
         self._invalidate()
 

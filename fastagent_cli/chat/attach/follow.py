@@ -20,7 +20,11 @@ from fastagent_cli.chat.attach.transcript import Transcript
 from fastagent_cli.control import Session, SessionEvent, SessionEventsClosed, SessionState
 from fastagent_cli.errors import ControlRequestError, FastagentError
 
-__all__ = ["AttachEnded", "Follower", "Screen"]
+__all__ = ["HEALTHY_S", "AttachEnded", "Follower", "Screen"]
+
+HEALTHY_S = 10.0
+"""A round that stayed connected this long was healthy even if it delivered nothing (an idle
+session); one that keeps ending at once without delivering (a buffering proxy) spends the budget."""
 
 
 class AttachEnded(FastagentError):
@@ -76,6 +80,7 @@ class Follower:
         run that never started)."""
         self.state: SessionState | None = None
         self._progress = False
+        self._connected_at: float | None = None
         self._reattached = False
 
     # --- start-up -------------------------------------------------------------------------------
@@ -116,6 +121,7 @@ class Follower:
         down_since: float | None = None
         while True:
             self._progress = False
+            self._connected_at = None
             try:
                 await self._round(first)
                 error: BaseException = SessionEventsClosed("ended", "the event stream ended")
@@ -123,9 +129,10 @@ class Follower:
                 error = exc
             first = False
             self.transcript.connection_lost()
-            if self._progress:
+            if self._was_healthy():
                 down_since = None
-            down_since = down_since if down_since is not None else self.clock()
+            if down_since is None:
+                down_since = self.clock()
             discovery, fresh = self.link.rediscover()
             decision = decide(
                 error,
@@ -135,14 +142,10 @@ class Follower:
                 down_s=self.clock() - down_since,
                 startup=False,
             )
-            if decision.kind == "exit":
-                raise AttachEnded(decision.message)
             if decision.kind == "reattach" and decision.fresh is not None:
                 try:
                     await self.link.connect(decision.fresh)
-                    self._reattached = True
-                    continue
-                except ControlRequestError as exc:
+                except ControlRequestError as exc:  # written, not listening yet: the budget decides
                     decision = decide(
                         exc,
                         local=True,
@@ -151,10 +154,19 @@ class Follower:
                         down_s=self.clock() - down_since,
                         startup=False,
                     )
-                    if decision.kind == "exit":
-                        raise AttachEnded(decision.message) from None
+                else:
+                    self._reattached = True
+                    down_since = None
+                    continue
+            if decision.kind == "exit":
+                raise AttachEnded(decision.message)
             self.screen.show_connection("reconnecting…")
             await asyncio.sleep(RETRY_PAUSE_S)
+
+    def _was_healthy(self) -> bool:
+        """The last round delivered something, or stayed connected for :data:`HEALTHY_S`."""
+        connected = self._connected_at
+        return self._progress or (connected is not None and self.clock() - connected >= HEALTHY_S)
 
     async def _round(self, first: bool) -> None:
         control = self.link.control or await self.link.connect()
@@ -173,7 +185,8 @@ class Follower:
                     self.screen.note(f"⋯ reconnected to {control.url}{restarted}", "dim")
             async with self.screen.printing():
                 self.transcript.show_entries(read, first=first)
-            self._progress = self._progress or bool(read.entries) or first
+            self._progress = bool(read.entries) or first
+            self._connected_at = self.clock()
             self.state = state
             self.screen.show_state(state)
             self.screen.show_pending(state.pending.steering, state.pending.follow_up)
@@ -182,8 +195,8 @@ class Follower:
             else:
                 self.transcript.run_gone()
                 await self.screen.leave_run()
-            self._progress = True
             async for event in events:
+                self._progress = True
                 await self._handle(session, event)
 
     def _deleted(self, first: bool, entries: object, state: SessionState) -> bool:
