@@ -63,6 +63,11 @@ class SessionEventStream(Protocol):
 
     async def ready(self) -> None: ...
 
+    @property
+    def pending(self) -> int:
+        """Events that arrived and were not consumed yet."""
+        ...
+
     def drain(self) -> list[SessionEvent]:
         """The events that arrived and were not consumed yet, without waiting (a writer sends
         them together)."""

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_QUEUED_BYTES",
     "PING_INTERVAL_S",
     "SSE_HEADERS",
+    "abort_connection",
     "client_gone",
     "stream_events",
 ]

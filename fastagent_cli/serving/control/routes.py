@@ -23,10 +23,8 @@ Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
@@ -38,10 +36,7 @@ from fastagent_cli.control import (
     ActionResult,
     ControlError,
     SessionControl,
-    SessionEventsClosed,
-    SessionEventStream,
     SessionsUnavailable,
-    envelopes,
     parse_action,
     parse_update,
     rejected,
@@ -50,6 +45,7 @@ from fastagent_cli.control import (
 from fastagent_cli.control.wire import MALFORMED
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
 from fastagent_cli.serving.control.detached import DetachedRuns
+from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
 from fastagent_cli.serving.invoke_http import parse_invoke_body
 from fastagent_cli.serving.sse import SSE_HEADERS, stream_events
@@ -83,31 +79,6 @@ async def _read_json(request: web.BaseRequest) -> Any | web.Response:
         return text_response("invalid JSON\n", 400)
 
 
-COALESCE_S = 0.04
-"""Events published within this long after one another go out to a watcher in one write: a
-hundred watchers cost a write each per burst, not per event (a stream of text deltas arrives in
-25 bursts a second)."""
-
-
-async def _wire_events(stream: SessionEventStream, session: str, epoch: str) -> AsyncIterator[str]:
-    """Each burst of events as SSE ``data`` lines (``data: `` and the last blank line are the
-    writer's), the envelope ``{sessionId, epoch, seq, event}`` with ``seq`` from 0."""
-    seq = 0
-    async with stream as events:
-        try:
-            async for event in events:
-                await asyncio.sleep(COALESCE_S)
-                burst = [event, *events.drain()]
-                yield "\n\ndata: ".join(envelopes(session, epoch, seq, burst))
-                seq += len(burst)
-        except SessionEventsClosed:
-            return  # deleted or overflowed: the stream ends; the client resyncs from entries()
-
-
-def _identity(line: str) -> str:
-    return line
-
-
 def control_routes(
     control: SessionControl, agent: Agent | None = None, detached: DetachedRuns | None = None
 ) -> list[PlaneRoute]:
@@ -115,6 +86,7 @@ def control_routes(
     its detached runs are kept in ``detached``, a new registry when none is given)."""
     epoch = str(uuid.uuid4())
     sessions = control.sessions
+    fanout = EventFanout(sessions, epoch)
 
     async def capabilities(request: web.BaseRequest, _: str) -> web.StreamResponse:
         return json_response((await control.capabilities()).to_json())
@@ -163,10 +135,7 @@ def control_routes(
     async def events(request: web.BaseRequest, session: str) -> web.StreamResponse:
         if request.method == "HEAD":
             return web.Response(status=200, headers=SSE_HEADERS)
-        stream = sessions.get(session).events()
-        await stream.ready()  # subscribed before the headers go out: nothing after them is missed
-        lines = _wire_events(stream, session, epoch)
-        return await stream_events(request, lines, encode=_identity, headers=CORS_HEADERS)
+        return await fanout.respond(request, session)
 
     async def actions(request: web.BaseRequest, session: str) -> web.StreamResponse:
         body = await _read_json(request)
