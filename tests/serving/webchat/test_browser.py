@@ -139,6 +139,11 @@ class Page:
 
         return self.driver.find_element(By.CSS_SELECTOR, css)
 
+    def click(self, css: str) -> None:
+        """Click what ``css`` finds, again if it was re-rendered in between (the list is redrawn
+        whenever it is refreshed)."""
+        wait_until(lambda: self.find(css).click() or True, f"a click on {css}")
+
     def all(self, css: str) -> list[Any]:
         from selenium.webdriver.common.by import By
 
@@ -332,12 +337,11 @@ def test_conversations_switch_rename_fork_and_delete(page: Page) -> None:
     second = page.driver.current_url.split("#s=")[1]
     wait_until(lambda: page.all(f'.session[data-session="{first}"]'), "the first in the list")
 
-    page.find(f'.session[data-session="{first}"]').click()
+    page.click(f'.session[data-session="{first}"]')
     page.wait_text("You said: alpha message")
     assert "beta" not in page.text() and page.driver.current_url.endswith(f"#s={first}")
 
-    row = page.find(f'.session[data-session="{first}"]')
-    row.find_element("css selector", "button.rename").click()
+    page.click(f'.session[data-session="{first}"] button.rename')
     box = page.find(".rename-input")
     box.clear()
     from selenium.webdriver.common.keys import Keys
@@ -347,7 +351,7 @@ def test_conversations_switch_rename_fork_and_delete(page: Page) -> None:
     wait_until(lambda: "Alpha notes" in page.text("#sessions"), "the new name listed")
     assert page.control("GET", f"/sessions/{first}")["name"] == "Alpha notes"
 
-    page.find(f'.session[data-session="{first}"] button.fork').click()
+    page.click(f'.session[data-session="{first}"] button.fork')
     wait_until(lambda: first not in page.driver.current_url, "the fork opened")
     fork = page.driver.current_url.split("#s=")[1]
     page.wait_text("You said: alpha message")
@@ -356,7 +360,7 @@ def test_conversations_switch_rename_fork_and_delete(page: Page) -> None:
     )
     screenshot(page.driver, "08-conversations")
 
-    page.find(f'.session[data-session="{fork}"] button.delete').click()
+    page.click(f'.session[data-session="{fork}"] button.delete')
     wait_until(lambda: page.find("#confirm").is_displayed(), "the confirmation")
     page.find('#confirm button[value="yes"]').click()
     wait_until(lambda: not page.all(f'.session[data-session="{fork}"]'), "the fork gone")
@@ -378,8 +382,12 @@ def test_a_reload_mid_run_shows_the_run_going_on(page: Page) -> None:
     screenshot(page.driver, "09-reloaded-mid-run")
     assert "…" in seen[0].text  # joined late: the part before the reload is still to come
     page.idle(within=30)
-    answer = page.all(".msg.assistant")[-1].text
-    assert answer.startswith("word1 word2") and answer.endswith("word120")
+    # the settle reads the history back (a fetch after the run shows idle): the whole answer
+    answer = wait_until(
+        lambda: (text := str(page.all(".msg.assistant")[-1].text)).startswith("word1 word2") and text,
+        "the whole answer read back",
+    )
+    assert answer.endswith("word120")
 
 
 def test_a_dev_reload_reconnects_and_resyncs(page: Page, server: DevServer) -> None:
