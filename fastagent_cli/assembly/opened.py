@@ -19,7 +19,7 @@ from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
-from fastagent_cli.control import AgentCommand, SessionControl
+from fastagent_cli.control import AgentCommand, Inbox, InboxSink, SessionControl
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.definition.placement import Placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
@@ -34,6 +34,7 @@ from fastagent_cli.definition.skills import Skill, load_skills
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
 from fastagent_cli.engine.compaction import CompactionSettings
+from fastagent_cli.engine.inbox import EngineInbox
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.models.credentials import CredentialSource
@@ -92,6 +93,11 @@ class OpenedAgent:
     def session_control(self) -> bool:
         """Whether the hub writes (``session_control = true``, or a host turned it on)."""
         return self._control_writes
+
+    def inbox(self, sink: InboxSink) -> Inbox:
+        """Run input as it arrives (notices, streamed lines): an idle session starts a run, input
+        arriving during a run coalesces into one follow-up turn; ``sink`` hears the runs."""
+        return EngineInbox(self._engine, sink)
 
     # --- what it was read from ------------------------------------------------------------------
 

@@ -12,6 +12,17 @@ from fastagent_cli.control.events import (
     SessionEvent,
     SessionEventsClosed,
 )
+from fastagent_cli.control.notices import (
+    NO_REPLY,
+    NOTICE_SESSION,
+    NOTICE_TYPE,
+    ON_START_SOURCE,
+    Inbox,
+    InboxSink,
+    InputItem,
+    Notice,
+    is_no_reply,
+)
 from fastagent_cli.control.protocol import Session, SessionCollection, SessionControl, SessionEventStream
 from fastagent_cli.control.results import (
     BOUNDARY_COMMAND_FAILED,
@@ -60,7 +71,11 @@ __all__ = [
     "EVENT_TYPES",
     "INVALID_COMMAND",
     "NOTHING_TO_COMPACT",
+    "NOTICE_SESSION",
+    "NOTICE_TYPE",
     "NO_ACTIVE_RUN",
+    "NO_REPLY",
+    "ON_START_SOURCE",
     "NO_SUCH_SESSION",
     "PARTIAL_UPDATE",
     "RETRYABLE",
@@ -76,6 +91,10 @@ __all__ = [
     "Capabilities",
     "ControlError",
     "EntryView",
+    "Inbox",
+    "InboxSink",
+    "InputItem",
+    "Notice",
     "PendingPrompts",
     "Session",
     "SessionCollection",
@@ -93,6 +112,7 @@ __all__ = [
     "dispatch",
     "envelope",
     "envelopes",
+    "is_no_reply",
     "parse_action",
     "parse_update",
     "prompt_from_json",

@@ -12,6 +12,7 @@ type                    runId     data
 run_started             yes       ``{}``
 user_message            yes       ``{entryId, text}``: the opening prompt, a steer or a
                                   follow-up entered the conversation (already in entries())
+notice                  yes       ``{entryId, source, text}``: a notice entered the conversation
 message_started         yes       ``{}``: an assistant message begins
 message_delta           yes       ``{channel: "text"|"thinking", delta}``
 message_finished        yes       ``{entryId, stopReason}``
@@ -55,6 +56,7 @@ EVENT_TYPES = (
     "run_started",
     "run_settled",
     "user_message",
+    "notice",
     "message_started",
     "message_delta",
     "message_finished",

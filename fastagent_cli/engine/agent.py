@@ -40,7 +40,7 @@ from fastagent_cli.contract import (
     as_prompt,
     as_scope,
 )
-from fastagent_cli.control import ActionResult, SessionEvent
+from fastagent_cli.control import ActionResult, InputItem, SessionEvent
 from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.boundary import start_compaction
 from fastagent_cli.engine.compaction import CompactionSettings
@@ -61,7 +61,7 @@ from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
-from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
     "ABORTED_DETAILS",
@@ -146,7 +146,19 @@ class EngineAgent:
 
     # --- the contract -------------------------------------------------------------------------
 
-    async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
+    def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
+        return self.run_inputs(scope, [as_prompt(prompt)])
+
+    async def run_inputs(
+        self,
+        scope: Scope | str,
+        inputs: Sequence[InputItem],
+        *,
+        observe: Callable[[SessionEvent], None] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """:meth:`invoke` for several inputs opening one run (user prompts and notices, recorded
+        in order before the first model call); ``observe`` sees every session event of the run
+        (before its projection reaches the stream)."""
         bound = as_scope(scope)
         session = bound.session
         try:
@@ -161,13 +173,15 @@ class EngineAgent:
 
         def emit(event: SessionEvent) -> None:
             self.hub.publish(session, event)
+            if observe is not None:
+                observe(event)
             projected = project(event)
             if projected is not None:
                 queue.put_nowait(projected)
 
         run = self.runs.begin(session, emit)
         emit(run.event("run_started"))
-        work = asyncio.create_task(self._work(run, bound, as_prompt(prompt), emit))
+        work = asyncio.create_task(self._work(run, bound, list(inputs), emit))
         run.work = work
         watchers = functools.partial(self.hub.publish, session)
         work.add_done_callback(lambda task: queue.put_nowait(_settlement(task, watchers)))
@@ -192,17 +206,19 @@ class EngineAgent:
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)
         yield settled.terminal
 
-    async def _work(self, run: Run, scope: Scope, prompt: Prompt, emit: Emit) -> _Settled:
+    async def _work(self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit) -> _Settled:
         started = time.monotonic()
         session = scope.session
         secrets: list[str | None] = []
+        tools_scope = RunScope(run.run_id)
         try:
             if log.isEnabledFor(logging.DEBUG):
-                preview = " ".join(prompt.text.split())[:200]
+                preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
                 log.debug("[agent] ▶ turn session=%s ← %s", session, preview)
             setup = await self._bind(scope, run)
+            setup.scope = tools_scope
             secrets.append(setup.request.api_key)
-            outcome = await run_loop(setup, prompt, emit)
+            outcome = await run_loop(setup, inputs, emit)
             data: dict[str, Any] = {
                 "model": setup.request.model.spec,
                 "usage": outcome.usage,
@@ -215,6 +231,10 @@ class EngineAgent:
             raise
         except Exception as exc:  # MUST 2: nothing escapes as a raise
             return _Settled(self._failed(scope, exc, secrets), "failed")
+        finally:
+            tools_scope.closed = True
+            if tools_scope.holds:  # (no await otherwise: a plain run settles without a pause)
+                await asyncio.shield(tools_scope.aclose())
 
     def _failed(self, scope: Scope, exc: Exception, secrets: Sequence[str | None]) -> Failed:
         """The caller gets the redacted event; the server log gets the specifics (never the key)."""

@@ -10,7 +10,10 @@
   fails the run (asyncai's rule). A follow-up starts a fresh turn with a fresh budget.
 * Steering is taken one prompt at a time after each model answer and its tool batch (never
   cutting a batch short), before the next model call; follow-ups one at a time when the turn
-  would otherwise end (see :mod:`.runs`).
+  would otherwise end, except coalescing input (notices, streamed lines), taken all at once:
+  N of them give one more turn, after the answer they arrived during (see :mod:`.runs`).
+* A notice is recorded as a pi ``custom_message`` (``customType: "fastagent:notice"``, the text
+  the model reads as ``content``, ``details: {source, text}``), never as a user message.
 * A context-overflow error compacts the session once and retries the request; a second one
   fails the run. After each turn the run compacts when the context passed
   ``context_window - reserve_tokens`` (inside the run: the session reads ``running``).
@@ -27,6 +30,7 @@ import asyncio
 from collections.abc import Sequence
 
 from fastagent_cli.contract import Prompt
+from fastagent_cli.control import NOTICE_TYPE, InputItem, Notice
 from fastagent_cli.engine.compaction import (
     OVERFLOW_RECOVERY_FAILED,
     CompactionFailed,
@@ -49,8 +53,9 @@ from fastagent_cli.messages import (
 )
 from fastagent_cli.models.context_budget import fit_request, overflow_message
 from fastagent_cli.models.types import ModelRequest
+from fastagent_cli.sessions.record import entry_message
 
-__all__ = ["run_loop", "user_message"]
+__all__ = ["notice_content", "run_loop", "user_message"]
 
 
 def user_message(prompt: Prompt) -> UserMessage:
@@ -58,6 +63,12 @@ def user_message(prompt: Prompt) -> UserMessage:
     for image in prompt.images:
         content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
     return {"role": "user", "content": content, "timestamp": now_ms()}
+
+
+def notice_content(notice: Notice) -> str:
+    """The text the model reads for a notice."""
+    source = notice.source.replace('"', "'")
+    return f'<notice source="{source}">\n{notice.text}\n</notice>'
 
 
 def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
@@ -113,6 +124,23 @@ class _Run:
         entry = self.setup.record.append_message(message)
         self.messages.append(message)
         self.emit(self.setup.run.event("user_message", entryId=entry["id"], text=prompt.text))
+
+    async def add_input(self, item: InputItem) -> None:
+        if isinstance(item, Prompt):
+            await self.admit(item)
+            return
+        entry = self.setup.record.append(
+            "custom_message",
+            customType=NOTICE_TYPE,
+            content=[{"type": "text", "text": notice_content(item)}],
+            display=True,
+            details=item.to_json(),
+        )
+        message = entry_message(entry)
+        if message is not None:
+            self.messages.append(message)
+        event = self.setup.run.event("notice", entryId=entry["id"], source=item.source, text=item.text)
+        self.emit(event)
 
     def request(self, exhausted: bool, messages: Sequence[Message] | None = None) -> ModelRequest:
         base = self.setup.request
@@ -217,6 +245,7 @@ class _Run:
                     run=setup.run,
                     emit=self.emit,
                     tool_timeout=setup.tool_timeout,
+                    scope=setup.scope,
                 )
                 self.messages.extend(results)
             steer = setup.run.take_steering()
@@ -230,17 +259,20 @@ class _Run:
         return self.setup.compaction.over_threshold(context_tokens(self.messages), window)
 
 
-async def run_loop(setup: TurnSetup, prompt: Prompt, emit: Emit) -> TurnOutcome:
-    """Run to the settle; raise :class:`TurnFailure` (or a FastagentError) when the run fails."""
+async def run_loop(setup: TurnSetup, inputs: Sequence[InputItem], emit: Emit) -> TurnOutcome:
+    """Run to the settle (``inputs`` open it, in order, as one turn); raise :class:`TurnFailure`
+    (or a FastagentError) when the run fails."""
     state = _Run(setup, emit)
     if state.over_threshold():  # a context left too full (a failed run, a smaller model)
         await state.compact("threshold")
-    await state.admit(prompt)
+    for item in inputs:
+        await state.add_input(item)
     while True:
         assistant = await state.turn()
         if state.over_threshold():
             await state.compact("threshold")
-        follow_up = setup.run.take_continuation()
-        if follow_up is None:
+        follow_ups = setup.run.take_continuation()
+        if not follow_ups:
             return TurnOutcome(state.usage, assistant["stopReason"], state.rounds)
-        state.add_user(follow_up)
+        for item in follow_ups:
+            await state.add_input(item)

@@ -2,7 +2,9 @@
 
 A run is a turn plus its continuations. It keeps two queues: steering (delivered after the current
 tool batch, before the next model call) and follow-ups (FIFO, delivered when the run would
-otherwise stop). Both are taken one prompt at a time, as pi does. Once the run finds both queues
+otherwise stop). Both are taken one prompt at a time, as pi does, except *coalescing* input
+(notices, streamed lines: asyncai's rule): a run of consecutive coalescing follow-ups is taken
+whole, so N of them arriving during a run cause exactly one more turn. Once the run finds both queues
 empty at its end it stops *accepting*: from then on a steer or follow-up is refused
 ``run_command_failed`` (the race window), because it could no longer be delivered. An abort is
 accepted until the run's work is over; it cancels that work, so the run settles ``aborted``
@@ -26,15 +28,24 @@ from fastagent_cli.control import (
     NO_ACTIVE_RUN,
     RUN_COMMAND_FAILED,
     ActionResult,
+    InputItem,
     PendingPrompts,
     SessionEvent,
     accepted,
     rejected,
 )
 
-__all__ = ["Run", "RunRegistry"]
+__all__ = ["Queued", "Run", "RunRegistry"]
 
 Publish = Callable[[SessionEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A follow-up waiting for the run's end; ``coalesce``: taken together with its neighbours."""
+
+    item: InputItem
+    coalesce: bool = False
 
 
 @dataclass(slots=True)
@@ -43,7 +54,7 @@ class Run:
     publish: Publish
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     steering: deque[Prompt] = field(default_factory=deque)
-    follow_ups: deque[Prompt] = field(default_factory=deque)
+    follow_ups: deque[Queued] = field(default_factory=deque)
     accepting: bool = True
     abort_requested: bool = False
     work: asyncio.Task[object] | None = None
@@ -52,7 +63,9 @@ class Run:
         return SessionEvent(kind, data, self.run_id)
 
     def pending(self) -> PendingPrompts:
-        return PendingPrompts(tuple(p.text for p in self.steering), tuple(p.text for p in self.follow_ups))
+        return PendingPrompts(
+            tuple(p.text for p in self.steering), tuple(q.item.text for q in self.follow_ups)
+        )
 
     def _queue_changed(self) -> None:
         pending = self.pending()
@@ -67,7 +80,19 @@ class Run:
                 f"the run settled before the {kind.replace('_', '-')} could join it; "
                 "check state() and invoke again",
             )
-        (self.steering if kind == "steer" else self.follow_ups).append(prompt)
+        if kind == "steer":
+            self.steering.append(prompt)
+        else:
+            self.follow_ups.append(Queued(prompt))
+        self._queue_changed()
+        return accepted(self.run_id)
+
+    def enqueue_input(self, item: InputItem) -> ActionResult:
+        """A coalescing follow-up (a notice, a streamed line): delivered at the run's end together
+        with the other coalescing input that arrived meanwhile, as one more turn."""
+        if not self.accepting:
+            return rejected(RUN_COMMAND_FAILED, "the run settled before the input could join it")
+        self.follow_ups.append(Queued(item, coalesce=True))
         self._queue_changed()
         return accepted(self.run_id)
 
@@ -89,17 +114,22 @@ class Run:
         self._queue_changed()
         return prompt
 
-    def take_continuation(self) -> Prompt | None:
-        """At the run's end: the next steering prompt, else the next follow-up; with both queues
-        empty the run stops accepting (atomically: nothing runs between the check and the flag)."""
+    def take_continuation(self) -> list[InputItem]:
+        """At the run's end: the next steering prompt, else the next follow-up (with every
+        coalescing follow-up right behind a coalescing one); ``[]`` with both queues empty, and
+        the run stops accepting (atomically: nothing runs between the check and the flag)."""
         if self.steering:
-            return self.take_steering()
+            prompt = self.take_steering()
+            return [prompt] if prompt is not None else []
         if self.follow_ups:
-            prompt = self.follow_ups.popleft()
+            head = self.follow_ups.popleft()
+            taken: list[InputItem] = [head.item]
+            while head.coalesce and self.follow_ups and self.follow_ups[0].coalesce:
+                taken.append(self.follow_ups.popleft().item)
             self._queue_changed()
-            return prompt
+            return taken
         self.accepting = False
-        return None
+        return []
 
 
 class RunRegistry:

@@ -25,7 +25,7 @@ from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.tools.base import ReadonlySession, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.base import ReadonlySession, RunScope, Tool, ToolContext, ToolResult, text_result
 from fastagent_cli.tools.result_limit import limit_result
 
 __all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
@@ -97,6 +97,7 @@ async def run_tool_batch(
     run: Run,
     emit: Callable[[SessionEvent], None],
     tool_timeout: float | None = None,
+    scope: RunScope | None = None,
 ) -> list[ToolResultMessage]:
     """Execute ``calls``; return their result messages in source order."""
     results: dict[str, ToolResultMessage] = {}
@@ -113,7 +114,12 @@ async def run_tool_batch(
                 emit(run.event("tool_progress", id=call["id"], name=call["name"], partialResult=partial))
 
         ctx = ToolContext(
-            cwd=cwd, session=session_view, tools=bridge, tool_call_id=call["id"], progress=progress
+            cwd=cwd,
+            session=session_view,
+            tools=bridge,
+            tool_call_id=call["id"],
+            progress=progress,
+            run=scope,
         )
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):

@@ -25,7 +25,7 @@ from fastagent_cli.errors import FastagentError, ProviderError
 from fastagent_cli.messages import AssistantMessage, Usage
 from fastagent_cli.models.types import ModelClient, ModelRequest, StreamDelta
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = ["Emit", "TurnFailure", "TurnOutcome", "TurnSetup", "add_usage", "request_model"]
 
@@ -54,6 +54,8 @@ class TurnSetup:
     retry: RetryPolicy
     compaction: CompactionSettings
     tool_timeout: float | None = None
+    scope: RunScope | None = None
+    """What tools keep for this run (closed at the settle)."""
 
 
 @dataclass(slots=True)

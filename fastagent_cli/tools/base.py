@@ -8,9 +8,10 @@ Cancellation is Python's: a running tool is cancelled with its task.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastagent_cli.messages import ContentBlock
 from fastagent_cli.models.types import ToolSpec
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReadonlySession",
+    "RunScope",
     "Tool",
     "ToolActivation",
     "ToolContext",
@@ -68,6 +70,51 @@ class ReadonlySession:
         return [dict(e) for e in self._record.path()]
 
 
+T = TypeVar("T")
+log = logging.getLogger("fastagent.tools")
+
+
+class RunScope:
+    """What tools keep for one run (a run is a turn plus its follow-ups): made on first use,
+    closed when the run settles, whatever the outcome (code mode's sandbox lives here)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self._values: dict[str, Any] = {}
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.closed = False
+
+    def get(
+        self, key: str, factory: Callable[[], T], close: Callable[[T], Awaitable[None]] | None = None
+    ) -> T:
+        """The value kept under ``key`` (built by ``factory`` the first time; ``close`` runs at the
+        run's end)."""
+        if self.closed:
+            raise RuntimeError("the run is over")
+        if key not in self._values:
+            value = factory()
+            self._values[key] = value
+            if close is not None:
+                self._closers.append(lambda: close(value))
+        return self._values[key]  # type: ignore[no-any-return]
+
+    @property
+    def holds(self) -> bool:
+        """Whether anything needs closing."""
+        return bool(self._closers)
+
+    async def aclose(self) -> None:
+        """Close everything in reverse order of creation; a failing closer is logged, never raised."""
+        self.closed = True
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            try:
+                await close()
+            except Exception as exc:
+                log.warning("[tools] closing a run resource failed: %s: %s", type(exc).__name__, exc)
+        self._values.clear()
+
+
 @dataclass(slots=True)
 class ToolContext:
     cwd: str
@@ -77,6 +124,8 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     progress: Callable[[Any], None] | None = None
     """Where :meth:`report` goes (the engine publishes it as ``tool_progress``)."""
+    run: RunScope | None = None
+    """The run this call belongs to (``None`` outside the engine)."""
 
     def report(self, partial: Any) -> None:
         """Report progress: ``partial`` is the whole result so far (a snapshot that replaces the
