@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
-from fastagent_cli.control import AgentCommand, Inbox, InboxSink, SessionControl
+from fastagent_cli.control import AgentCommand, Inbox, InboxSink, Notice, SessionControl
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.definition.placement import Placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
@@ -43,7 +43,9 @@ from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.store import FileSessionStore
 from fastagent_cli.tools.base import Tool
 
-__all__ = ["OpenedAgent", "open_agent", "open_agent_dir", "renewing_credentials"]
+WATCH_STATE_NAME = "watch-state.json"
+
+__all__ = ["WATCH_STATE_NAME", "OpenedAgent", "open_agent", "open_agent_dir", "renewing_credentials"]
 
 
 class OpenedAgent:
@@ -98,6 +100,23 @@ class OpenedAgent:
         """Run input as it arrives (notices, streamed lines): an idle session starts a run, input
         arriving during a run coalesces into one follow-up turn; ``sink`` hears the runs."""
         return EngineInbox(self._engine, sink)
+
+    def on_start(self) -> str | None:
+        """The definition's ``On Start`` sections (what the first notice says when serving
+        begins), or ``None``."""
+        return self.definition().on_start
+
+    def watched_resources(self) -> list[str]:
+        """``<server> <uri>`` for every ``watch`` entry of ``[mcp_servers.<name>]``."""
+        return [f"{name} {uri}" for name, server in self.config.mcp_servers.items() for uri in server.watch]
+
+    async def start_watches(self, deliver: Callable[[Notice], None]) -> list[Notice]:
+        """Subscribe to the watched MCP resources (starting their servers); resource updates
+        go to ``deliver`` as notices. Returns the notices queued at startup: resources that
+        changed since the last run (the watch state lives under the state root)."""
+        if not self.watched_resources():
+            return []
+        return await self.surface.live.start_watches(deliver, self.state_root / WATCH_STATE_NAME)
 
     # --- what it was read from ------------------------------------------------------------------
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.control import Notice
 from fastagent_cli.definition.tools_loader import ToolCollision
 from fastagent_cli.errors import one_line
 from fastagent_cli.tools.base import Tool
@@ -97,6 +98,16 @@ class LiveTools:
                     self._problems.append(problem)
                     log.warning("[fastagent] %s", problem)
                 return []
+
+    async def start_watches(self, deliver: Callable[[Notice], None], state_path: Path) -> list[Notice]:
+        """Watch the MCP resources ``[mcp_servers.<name>] watch`` names (starting their servers);
+        updates go to ``deliver``; returns the notices queued at startup."""
+        async with self._lock:
+            source = self._open_source()
+        if source is None:
+            return []
+        queued: list[Notice] = await source.start_watches(deliver, state_path)
+        return queued
 
     async def refresh(self) -> None:
         """Mount the MCP tools into the table (a no-op without MCP servers)."""

@@ -29,6 +29,7 @@ from fastagent_cli.definition.context import (
     read_persona,
 )
 from fastagent_cli.definition.freshness import Fingerprint, fingerprint
+from fastagent_cli.definition.on_start import split_on_start
 from fastagent_cli.definition.placement import check_containment
 from fastagent_cli.definition.skills import (
     Skill,
@@ -153,6 +154,9 @@ class LoadedDefinition:
     collisions: tuple[SkillCollision, ...]
     warnings: tuple[str, ...]
     system_prompt: str
+    on_start: str | None = None
+    """The ``On Start`` sections of ``persona.md`` and the agent's ``AGENTS.md``, taken out of the
+    prompt (see :mod:`.on_start`)."""
 
     @property
     def persona_path(self) -> Path | None:
@@ -160,6 +164,27 @@ class LoadedDefinition:
 
 
 ToolsSource = Callable[[], Sequence[Tool]]
+
+
+def _without_on_start(
+    agent_dir: Path, persona: str | None, files: list[ContextFile]
+) -> tuple[str | None, list[ContextFile], str | None]:
+    """Take the On Start sections out of ``persona.md`` and the agent's own context file."""
+    sections: list[str] = []
+    if persona is not None:
+        persona, section = split_on_start(persona)
+        persona = persona.strip() or None
+        if section:
+            sections.append(section)
+    kept: list[ContextFile] = []
+    for file in files:
+        if file.path.parent == agent_dir:
+            content, section = split_on_start(file.content)
+            if section:
+                sections.append(section)
+                file = ContextFile(file.path, content)
+        kept.append(file)
+    return persona, kept, "\n\n".join(sections) or None
 
 
 class DefinitionPrompt:
@@ -200,8 +225,11 @@ class DefinitionPrompt:
     def _load(self, tools: list[Tool], key: tuple[tuple[str, bool, str], ...]) -> LoadedDefinition:
         check_containment(self.agent_dir)
         warnings: list[str] = []
-        persona = read_persona(self.agent_dir)
-        files = load_context_files(self.agent_dir, self.workspace, warnings.append)
+        persona, files, on_start = _without_on_start(
+            self.agent_dir,
+            read_persona(self.agent_dir),
+            load_context_files(self.agent_dir, self.workspace, warnings.append),
+        )
         found = load_skills(self.agent_dir / "skills")
         paths = [*self._static, *found.consulted]
         stamp = fingerprint(paths)
@@ -215,6 +243,7 @@ class DefinitionPrompt:
             tuple(found.collisions),
             tuple(warnings),
             "",
+            on_start,
         )
         self.loads += 1
         self._cached = self._render(loaded, tools)
@@ -240,6 +269,7 @@ class DefinitionPrompt:
             loaded.collisions,
             loaded.warnings,
             text,
+            loaded.on_start,
         )
 
     def _report(self, loaded: LoadedDefinition) -> None:

@@ -184,9 +184,12 @@ async def _serve(
     opening: asyncio.Task[Any] | None = None
     control_file: Path | None = None
     try:
-        _print_startup(service, host, bound, options.tunnel and link is None, options.command == "dev")
+        on_start = link is None or not link.reload
+        dev = options.command == "dev"
+        _print_startup(service, host, bound, options.tunnel and link is None, dev=dev, on_start=on_start)
         control_file = _publish_control(service, host, bound)
         service.start_schedules()
+        service.start_notices(on_start=on_start)
         if options.tunnel and link is None and service.control is not None:
             log.warning("[fastagent] %s", SESSION_CONTROL_TUNNEL_WARNING)
         service.ready.add_done_callback(lambda ready: _on_ready(ready, stop))
@@ -220,8 +223,10 @@ async def _announce_from(link: WorkerLink, service: AgentService) -> None:
         await announce_webhooks(await link.public_urls.get(), service.loaded)
 
 
-def _print_startup(service: AgentService, host: str | None, port: int, tunnel: bool, dev: bool) -> None:
-    report = startup_report(service, host, port, tunnel=tunnel, reveal_token=dev)
+def _print_startup(
+    service: AgentService, host: str | None, port: int, tunnel: bool, *, dev: bool, on_start: bool
+) -> None:
+    report = startup_report(service, host, port, tunnel=tunnel, reveal_token=dev, on_start=on_start)
     for line in report.lines:
         log.info("[fastagent] %s", line)
     for warning in report.warnings:

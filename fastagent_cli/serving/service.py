@@ -63,6 +63,7 @@ from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
+from fastagent_cli.serving.notices import NoticeHost
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
 from fastagent_cli.serving.webchat import (
     WEB_CHAT_KEY,
@@ -139,6 +140,8 @@ class AgentService:
     web_chat: WebChat = field(default_factory=lambda: WebChat(False))
     """Whether the web chat page is served on ``GET /`` (and why not, when it would have been)."""
     detached: DetachedRuns | None = None
+    notices: NoticeHost | None = None
+    """On Start and MCP resource watches, started by :meth:`start_notices`."""
 
     @property
     def agent_dir(self) -> Path:
@@ -148,6 +151,14 @@ class AgentService:
         """Arm the schedules (a missed slot fires once now) and start the wake-up poll."""
         if self.schedules is not None:
             self.schedules.start()
+
+    def start_notices(self, *, on_start: bool = True) -> None:
+        """Subscribe to the watched MCP resources and, with ``on_start``, send the definition's
+        On Start section as the first notice (``dev`` / ``start`` do, once serving began; a
+        ``dev`` reload does not)."""
+        if self.notices is None:
+            self.notices = NoticeHost(self.opened)
+        self.notices.start(on_start=on_start)
 
     @property
     def workspace(self) -> Path:
@@ -159,10 +170,12 @@ class AgentService:
         try:
             if self.detached is not None:
                 await self.detached.aclose(min(within, 0.5))
+            steps = [self._connections.stop(within)]
             if self.schedules is not None:
-                await asyncio.gather(self.schedules.stop(within), self._connections.stop(within))
-            else:
-                await self._connections.stop(within)
+                steps.append(self.schedules.stop(within))
+            if self.notices is not None:
+                steps.append(self.notices.stop(within))
+            await asyncio.gather(*steps)
         finally:
             try:
                 await close_route_channels(self.loaded)

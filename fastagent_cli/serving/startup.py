@@ -26,6 +26,7 @@ from fastagent_cli.assembly import format_row
 from fastagent_cli.serving.binding import describe_listen, local_base_url
 from fastagent_cli.serving.control import CONTROL_FILE, CONTROL_TOKEN_ENV, control_exposure_warning
 from fastagent_cli.serving.invoke_auth import TOKEN_ENV, InvokeToken, exposure_warning
+from fastagent_cli.serving.notices import NoticeHost
 from fastagent_cli.serving.service import INVOKE_KEY, AgentService
 from fastagent_cli.serving.webchat import WEB_CHAT_KEY, WEB_CHAT_PREFIX, web_chat_url
 
@@ -87,7 +88,13 @@ def web_chat_line(service: AgentService, host: str | None, port: int, *, reveal_
 
 
 def startup_report(
-    service: AgentService, host: str | None, port: int, *, tunnel: bool = False, reveal_token: bool = False
+    service: AgentService,
+    host: str | None,
+    port: int,
+    *,
+    tunnel: bool = False,
+    reveal_token: bool = False,
+    on_start: bool = False,
 ) -> StartupReport:
     """Everything worth saying about a service listening on ``host:port`` (``tunnel``: it is also
     reachable through a public tunnel; ``reveal_token``: ``dev`` prints the web chat's address
@@ -107,6 +114,7 @@ def startup_report(
     report.lines.append(_row("routes", ", ".join(routes)))
     if service.channels.long_connections:
         report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
+    report.lines.extend(NoticeHost.startup_lines_for(service.opened, on_start=on_start))
     if service.schedules is not None:
         report.lines.extend(service.schedules.startup_lines())
         report.warnings.extend(service.schedules.warnings)

@@ -42,6 +42,7 @@ from fastagent_cli.serving.watch import CodeWatcher, watching_line
 from fastagent_cli.serving.worker_link import (
     DEV_IPC_FD_ENV,
     DEV_LISTEN_FDS_ENV,
+    DEV_RELOAD_ENV,
     DEV_WORKER_ENV,
     read_ready,
     send_public_url,
@@ -162,6 +163,9 @@ class DevSupervisor:
         env[DEV_IPC_FD_ENV] = str(child.fileno())
         listening = [sock.fileno() for sock in self._sockets]
         env[DEV_LISTEN_FDS_ENV] = ",".join(map(str, listening))
+        env.pop(DEV_RELOAD_ENV, None)
+        if self.served:  # a reload: On Start fired in the first worker already
+            env[DEV_RELOAD_ENV] = "1"
         try:
             process = await asyncio.create_subprocess_exec(
                 *cli_command(),

@@ -1,9 +1,10 @@
 """The line between the ``dev`` supervisor and its worker: one inherited Unix socket.
 
 The supervisor spawns the worker with ``FASTAGENT_DEV_WORKER=1``, the socket's descriptor in
-``FASTAGENT_DEV_IPC_FD`` and the listening sockets it owns (:mod:`~fastagent_cli.serving.listen`)
+``FASTAGENT_DEV_IPC_FD``, the listening sockets it owns (:mod:`~fastagent_cli.serving.listen`)
 as descriptors in ``FASTAGENT_DEV_LISTEN_FDS`` (comma-separated): the worker serves on them and
-binds nothing itself. Once listening, the worker writes one JSON line
+binds nothing itself; and ``FASTAGENT_DEV_RELOAD=1`` once a worker has served (a reload: the On
+Start notice is not sent again). Once listening, the worker writes one JSON line
 ``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The supervisor answers with
 ``{"type": "public_url", "url": ...}`` whenever it has a ``--tunnel`` URL for this worker (the
 worker announces it to its channels). The socket is also a lifeline: when the supervisor goes away
@@ -24,6 +25,7 @@ from typing import Any
 __all__ = [
     "DEV_IPC_FD_ENV",
     "DEV_LISTEN_FDS_ENV",
+    "DEV_RELOAD_ENV",
     "DEV_WORKER_ENV",
     "WorkerLink",
     "public_url_of",
@@ -34,15 +36,18 @@ __all__ = [
 DEV_WORKER_ENV = "FASTAGENT_DEV_WORKER"
 DEV_IPC_FD_ENV = "FASTAGENT_DEV_IPC_FD"
 DEV_LISTEN_FDS_ENV = "FASTAGENT_DEV_LISTEN_FDS"
+DEV_RELOAD_ENV = "FASTAGENT_DEV_RELOAD"
 
 
 class WorkerLink:
     """The worker's end of the line."""
 
-    def __init__(self, fd: int, listen_fds: Sequence[int] = ()) -> None:
+    def __init__(self, fd: int, listen_fds: Sequence[int] = (), reload: bool = False) -> None:
         self.fd = fd
         self.listen_fds = tuple(listen_fds)
         """The supervisor's listening sockets, kept across restarts (empty: bind as configured)."""
+        self.reload = reload
+        """A worker spawned after an earlier one served (an edit restarted it)."""
         self._writer: asyncio.StreamWriter | None = None
         self._watch: asyncio.Task[None] | None = None
         self.public_urls: asyncio.Queue[str] = asyncio.Queue()
@@ -54,14 +59,16 @@ class WorkerLink:
         if environ.get(DEV_WORKER_ENV) != "1" or not environ.get(DEV_IPC_FD_ENV, "").isdigit():
             return None
         raw = [part for part in environ.get(DEV_LISTEN_FDS_ENV, "").split(",") if part.isdigit()]
-        return cls(int(environ[DEV_IPC_FD_ENV]), [int(part) for part in raw])
+        return cls(
+            int(environ[DEV_IPC_FD_ENV]), [int(part) for part in raw], environ.get(DEV_RELOAD_ENV) == "1"
+        )
 
     @classmethod
     def claim(cls) -> WorkerLink | None:
         """:meth:`from_env`, then clear the variables so processes this worker starts (a tool
         running ``fastagent``...) do not take themselves for a dev worker."""
         link = cls.from_env()
-        for name in (DEV_WORKER_ENV, DEV_IPC_FD_ENV, DEV_LISTEN_FDS_ENV):
+        for name in (DEV_WORKER_ENV, DEV_IPC_FD_ENV, DEV_LISTEN_FDS_ENV, DEV_RELOAD_ENV):
             os.environ.pop(name, None)
         return link
 

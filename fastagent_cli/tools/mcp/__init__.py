@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.control import Notice
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
 from fastagent_cli.tools.mcp.connection import StartFailure
 from fastagent_cli.tools.mcp.convert import tool_name
 from fastagent_cli.tools.mcp.server import McpServer
+from fastagent_cli.tools.mcp.watch import ResourceWatch
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = ["RETRY_START_S", "McpToolSource"]
@@ -57,7 +59,9 @@ class McpToolSource:
 
     def __init__(self, servers: Mapping[str, McpServerConfig], cwd: str | os.PathLike[str]) -> None:
         root = Path(cwd).resolve()
+        self._configs = dict(servers)
         self._servers = [McpServer(name, config, root) for name, config in servers.items()]
+        self._watch: ResourceWatch | None = None
         self._tools: list[Tool] = []
         self._notes: list[str] = []
         self._lock = asyncio.Lock()
@@ -105,10 +109,22 @@ class McpToolSource:
         self._tools, self._notes = tools, notes
 
     def diagnostics(self) -> list[str]:
-        """One line per problem: servers that cannot start, tool names that clash."""
+        """One line per problem: servers that cannot start, tool names that clash, watches."""
         found = [f'mcp server "{s.name}": cannot start: {s.error}' for s in self._servers if s.error]
-        return found + list(self._notes)
+        watching = self._watch.problems if self._watch is not None else []
+        return found + list(self._notes) + [p for p in watching if p not in found]
+
+    async def start_watches(self, deliver: Callable[[Notice], None], state_path: Path) -> list[Notice]:
+        """Watch every ``watch`` resource (see :mod:`.watch`): updates go to ``deliver`` as
+        notices; returns the notices of resources that changed since the last run."""
+        if self._watch is not None:
+            return []
+        servers = [(s, self._configs[s.name].watch_debounce_ms / 1000) for s in self._servers]
+        self._watch = ResourceWatch(servers, state_path, deliver)
+        return await self._watch.start()
 
     async def aclose(self) -> None:
-        """Stop every server; waits until their processes are gone."""
+        """Stop watching and every server; waits until their processes are gone."""
+        if self._watch is not None:
+            await self._watch.aclose()
         await asyncio.gather(*(s.aclose() for s in self._servers))

@@ -16,12 +16,13 @@ import asyncio
 import logging
 import math
 import os
+import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import mcp_types
@@ -101,11 +102,13 @@ async def _watched_stdio(
         yield _EofWatch(read_stream, on_eof), write_stream
 
 
+T = TypeVar("T")
+
+
 @dataclass(slots=True)
 class _Call:
-    tool: str
-    arguments: dict[str, Any]
-    future: asyncio.Future[mcp_types.CallToolResult]
+    run: Callable[[Client], Awaitable[Any]]
+    future: asyncio.Future[Any]
     scope: anyio.CancelScope | None = None
 
 
@@ -119,13 +122,31 @@ def _settle(future: asyncio.Future[Any], error: BaseException) -> None:
         future.exception()  # marked retrieved: nobody may be waiting any more
 
 
+async def _subscribe(client: Client, uri: str) -> None:
+    with warnings.catch_warnings():  # deprecated only on the 2026 wire, which we do not speak
+        warnings.simplefilter("ignore")
+        pending = client.session.subscribe_resource(uri)
+    await pending
+
+
 class Connection:
     """One server process. Create, :meth:`start`, then :meth:`ready` / :meth:`call` /
     :meth:`aclose`; once :attr:`alive` is false it never comes back."""
 
-    def __init__(self, name: str, params: StdioServerParameters) -> None:
+    def __init__(
+        self,
+        name: str,
+        params: StdioServerParameters,
+        *,
+        subscriptions: Sequence[str] = (),
+        on_updated: Callable[[str], None] | None = None,
+    ) -> None:
         self.name = name
         self.params = params
+        self.subscriptions = tuple(subscriptions)
+        """Resources to subscribe to (``resources/subscribe``) once the server runs."""
+        self.subscribe_errors: dict[str, str] = {}
+        self._on_updated = on_updated
         self.alive = True
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
         loop = asyncio.get_running_loop()
@@ -144,13 +165,26 @@ class Connection:
         return await asyncio.shield(self._ready)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        return await self.request(lambda client: client.call_tool(tool, arguments))
+
+    async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
+        return await self.request(lambda client: client.read_resource(uri, cache_mode="bypass"))
+
+    async def subscribe(self, uri: str) -> None:
+        """``resources/subscribe`` (the 2025-era wire this client speaks)."""
+        await self.request(lambda client: _subscribe(client, uri))
+
+    async def request(self, run: Callable[[Client], Awaitable[T]]) -> T:
+        """Run ``run(client)`` in the owner task (see the module doc); ConnectionLost when the
+        server is gone."""
         await self.ready()
         if not self.alive:
             raise ConnectionLost(f"MCP server {self.name} is not running", sent=False)
-        call = _Call(tool, arguments, asyncio.get_running_loop().create_future())
+        call = _Call(run, asyncio.get_running_loop().create_future())
         call.future.add_done_callback(lambda f: call.scope.cancel() if f.cancelled() and call.scope else None)
         self._queue.put_nowait(call)
-        return await call.future
+        result: T = await call.future
+        return result
 
     async def aclose(self) -> None:
         """Stop the server (stdin closed, then SIGTERM/SIGKILL to its process group by the SDK)."""
@@ -202,7 +236,10 @@ class Connection:
     async def _session(self, errlog: TextIO, scope: anyio.CancelScope) -> None:
         transport = _watched_stdio(self.params, errlog, self._on_eof)
         info = Implementation(name="fastagent", version=__version__)
-        async with Client(transport, mode="legacy", cache=None, client_info=info) as client:
+        client = Client(
+            transport, mode="legacy", cache=None, client_info=info, message_handler=self._on_message
+        )
+        async with client:
             errlog.close()  # the server holds its own copy; ours would keep the pipe open
             tools: list[mcp_types.Tool] = []
             cursor: str | None = None
@@ -212,6 +249,12 @@ class Connection:
                 cursor = page.next_cursor
                 if cursor is None:
                     break
+            for uri in self.subscriptions:
+                try:
+                    await _subscribe(client, uri)
+                except MCPError as exc:
+                    self.subscribe_errors[uri] = exc.message or str(exc)
+                    log.warning("[mcp] server %s cannot watch %s: %s", self.name, uri, exc.message or exc)
             scope.deadline = math.inf
             self._ready.set_result(tools)
             await self._serve(client)
@@ -240,7 +283,7 @@ class Connection:
                     return
                 self._active += 1
                 try:
-                    result = await client.call_tool(call.tool, call.arguments)
+                    result = await call.run(client)
                 finally:
                     self._active -= 1
                 if not call.future.done():
@@ -267,6 +310,10 @@ class Connection:
             except MCPError as exc:
                 return exc.code != CONNECTION_CLOSED
         return True
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification) and self._on_updated is not None:
+            self._on_updated(message.params.uri)
 
     def _on_eof(self) -> None:
         if self.alive:

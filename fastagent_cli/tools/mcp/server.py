@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ class McpServer:
         self.error: str | None = None
         self.failed_at: float | None = None
         self.starts = 0
+        self.watch = list(config.watch)
+        self._on_updated: Callable[[str], None] | None = None
         self._connection: Connection | None = None
         self._lock = asyncio.Lock()
         self._closed = False
@@ -51,7 +54,13 @@ class McpServer:
             if connection is not None:
                 await connection.aclose()  # it is exiting already; this waits for the reaping
                 log.info("[mcp] restarting server %s", self.name)
-            connection = Connection(self.name, self.params)
+            watching = self._on_updated is not None
+            connection = Connection(
+                self.name,
+                self.params,
+                subscriptions=self.watch if watching else (),
+                on_updated=self._updated,
+            )
             connection.start()
             self.starts += 1
             self._connection = connection
@@ -69,6 +78,31 @@ class McpServer:
             raise
         self.tools, self.error, self.failed_at = tools, None, None
         return tools
+
+    def _updated(self, uri: str) -> None:
+        if self._on_updated is not None:
+            self._on_updated(uri)
+
+    async def start_watching(self, on_updated: Callable[[str], None]) -> dict[str, str]:
+        """Subscribe to the ``watch`` resources (now, and on every restart); ``on_updated(uri)``
+        hears each ``notifications/resources/updated``. Returns the URIs that could not be
+        subscribed, with why; StartFailure when the server cannot start."""
+        self._on_updated = on_updated
+        connection = await self._current()
+        await connection.ready()
+        if not connection.subscriptions:  # started before watching began (a turn used it)
+            for uri in self.watch:
+                try:
+                    await connection.subscribe(uri)
+                except MCPError as exc:
+                    connection.subscribe_errors[uri] = exc.message or str(exc)
+            connection.subscriptions = tuple(self.watch)
+        return dict(connection.subscribe_errors)
+
+    async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
+        """``resources/read``; raises what failed (StartFailure, ConnectionLost, MCPError)."""
+        connection = await self._current()
+        return await connection.read_resource(uri)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call ``tool``; every failure is an error result. A server found dead before the call

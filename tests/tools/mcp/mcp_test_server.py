@@ -1,16 +1,85 @@
 """A small MCP stdio server for the tests, built with the ``mcp`` SDK (``MCPServer``, the 2.x
-name of FastMCP). Run as ``python mcp_test_server.py [--fail-at-start]``."""
+name of FastMCP). Run as ``python mcp_test_server.py [--fail-at-start]``.
+
+Besides its tools it serves the resource ``note://current``: the file ``NOTE_FILE`` names (its
+text; ``(no note)`` while it does not exist). A client may subscribe to it
+(``resources/subscribe``, the 2025-era wire, added to ``MCPServer`` by hand, which only serves
+the 2026 ``subscriptions/listen``): the server polls the file and sends
+``notifications/resources/updated`` to every subscriber when it changes."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
+import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 app = MCPServer("fastagent-test")
+NOTE_URI = "note://current"
+_subscribers: dict[str, list[Any]] = {}
+_poller: list[asyncio.Task[None]] = []
+
+
+def _note_text() -> str:
+    path = os.environ.get("NOTE_FILE")
+    try:
+        return Path(path).read_text() if path else "(no note)"
+    except FileNotFoundError:
+        return "(no note)"
+
+
+@app.resource(NOTE_URI, mime_type="text/plain")
+def note() -> str:
+    """The current note."""
+    return _note_text()
+
+
+async def _poll_note() -> None:
+    last = _note_text()
+    while True:
+        await asyncio.sleep(0.05)
+        current = _note_text()
+        if current != last:
+            last = current
+            for session in _subscribers.get(NOTE_URI, []):
+                await session.send_resource_updated(NOTE_URI)
+
+
+async def _subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    if params.uri != NOTE_URI:
+        raise ToolError(f"no such resource: {params.uri}")
+    _subscribers.setdefault(params.uri, []).append(ctx.session)
+    if not _poller:
+        _poller.append(asyncio.create_task(_poll_note()))
+    return types.EmptyResult()
+
+
+app._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
+
+
+@app.tool()
+def catalog(category: str = "") -> dict[str, Any]:
+    """The items of a category (all categories when empty), as structured content."""
+    items = [
+        {"id": f"{c}-{i}", "category": c, "price": i * 10 + len(c)}
+        for c in ("fruit", "tools", "books")
+        for i in range(1, 4)
+    ]
+    return {"items": [item for item in items if not category or item["category"] == category]}
+
+
+@app.tool()
+def price(item_id: str) -> float:
+    """The price of one item; fails for an unknown id."""
+    category, _, number = item_id.rpartition("-")
+    if category not in ("fruit", "tools", "books") or number not in ("1", "2", "3"):
+        raise ToolError(f"unknown item {item_id}")
+    return int(number) * 10 + len(category) + 0.5
 
 
 @app.tool()

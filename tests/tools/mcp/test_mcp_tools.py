@@ -82,8 +82,10 @@ async def test_tools_are_listed_with_their_schemas(make_source: SourceFactory) -
     tools = await make_source().tools()
     assert sorted(t.name for t in tools) == [
         "demo__add",
+        "demo__catalog",
         "demo__crash",
         "demo__nap",
+        "demo__price",
         "demo__refuse",
         "demo__whoami",
     ]
