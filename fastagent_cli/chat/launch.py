@@ -63,12 +63,18 @@ async def launch(
     choice: SessionChoice,
     *,
     interactive: bool,
+    as_json: bool = False,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
     try:
         session = await _pick_session(opened, choice, interactive)
+        if as_json:
+            from fastagent_cli.chat.stream import run_json
+
+            out, err = stdout or sys.stdout, stderr or sys.stderr
+            return await run_json(opened, session, stdin or sys.stdin, out, err)
         ctl = ChatController(opened, session)
         if session is not None and choice.session is None:
             await ctl.resume(session)  # a picked or continued session must exist

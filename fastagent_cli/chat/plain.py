@@ -20,7 +20,7 @@ from fastagent_cli.chat.turns import CUT_OFF_MARK, was_cut_off
 from fastagent_cli.contract import Completed, Failed, Retrying
 from fastagent_cli.errors import FastagentError
 
-__all__ = ["PlainSink", "PlainUI", "run_plain"]
+__all__ = ["PlainSink", "PlainUI", "read_lines", "run_plain"]
 
 
 class PlainSink:
@@ -136,7 +136,7 @@ class PlainUI:
         return None
 
 
-def _read_lines(stream: TextIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
+def read_lines(stream: TextIO, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
     try:
         for line in stream:
             loop.call_soon_threadsafe(queue.put_nowait, line)
@@ -157,9 +157,7 @@ async def run_plain(ctl: ChatController, stdin: TextIO, stdout: TextIO, stderr: 
     ui.info(f"{ctl.opened.agent_dir} · {ctl.model} · session {ctl.session} ({state})")
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     # A daemon thread: a blocked read never holds up the exit (an executor thread would).
-    reader = threading.Thread(
-        target=_read_lines, args=(stdin, asyncio.get_running_loop(), queue), daemon=True
-    )
+    reader = threading.Thread(target=read_lines, args=(stdin, asyncio.get_running_loop(), queue), daemon=True)
     reader.start()
     ok = True
     while (line := await queue.get()) is not None:

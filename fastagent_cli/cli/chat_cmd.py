@@ -2,7 +2,9 @@
 
 Opens the same assembled agent that ``dev`` / ``start`` serve and the same session store, and
 drives every turn through ``agent.invoke``. With stdin or stdout not a terminal it reads prompts
-line by line and prints plain text (see :mod:`fastagent_cli.chat.plain`).
+line by line and prints plain text (see :mod:`fastagent_cli.chat.plain`). ``--json`` is the
+streaming NDJSON mode (:mod:`fastagent_cli.chat.stream`): each stdin line is a message as it
+arrives, lines arriving during a run coalesce into one follow-up turn, every event is a JSON line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ __all__ = ["chat"]
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never ask anything before the chat starts (fail instead).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Stream mode for programs: each stdin line is a message as it arrives (lines arriving "
+    "during a run join it as one follow-up turn); every event is one JSON line on stdout.",
+)
 def chat(
     directory: str,
     model: str | None,
@@ -42,17 +51,19 @@ def chat(
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
+    as_json: bool,
 ) -> None:
     """Chat with the agent in DIR (default .).
 
     Enter sends, Alt+Enter or Ctrl+J inserts a newline, Ctrl+C interrupts a turn, Ctrl+D exits;
-    /help lists the commands. Without a terminal, each stdin line is one prompt.
+    /help lists the commands. Without a terminal, each stdin line is one prompt; with --json,
+    each stdin line is a message as it arrives and every event is a JSON line (NDJSON).
     """
     if sum(bool(x) for x in (session, continue_last, resume)) > 1:
         raise UsageError("--session, --continue and --resume are mutually exclusive")
     if session is not None and not session.strip():
         raise UsageError("--session needs a non-empty id")
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not as_json
     if resume and (no_input or not interactive):
         raise UsageError("--resume picks a session interactively: use --session ID or --continue")
 
@@ -67,6 +78,6 @@ def chat(
     out = None if interactive else claim_stdout()
     opened = open_agent(surface)
     choice = SessionChoice(session, continue_last, resume)
-    code = run_async(launch(opened, choice, interactive=interactive, stdout=out))
+    code = run_async(launch(opened, choice, interactive=interactive, as_json=as_json, stdout=out))
     if code:
         raise SystemExit(code)
