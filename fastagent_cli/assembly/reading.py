@@ -180,7 +180,7 @@ class AgentSurface:
         self._named = resolve_model_spec(model, config, env)
         self.model_problem: FastagentError | None = None
         self._check_model()
-        self.live = LiveTools(config.mcp_servers, location.workspace)
+        self.live = LiveTools(config.mcp_servers, location.workspace, config.code_mode_settings)
         self._extra = list(tools)
         self._wake_tools = wake_tools
         self._toolset: ToolSet | None = None
@@ -306,7 +306,7 @@ class AgentSurface:
         """The per-turn system prompt (it lists the mounted tools, MCP ones included)."""
         if self._prompt is None:
             _ = self.toolset  # the static tools are mounted before the prompt lists them
-            self._prompt = DefinitionPrompt(self.agent_dir, self.workspace, self.live.mounted)
+            self._prompt = DefinitionPrompt(self.agent_dir, self.workspace, self.live.offered)
         return self._prompt
 
     def definition(self) -> LoadedDefinition:

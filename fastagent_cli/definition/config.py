@@ -29,9 +29,14 @@ a TOML syntax error names the file, line and column::
     secrets = ["OPENAI_API_KEY"]
     apt = ["ripgrep"]
 
+    code_mode = false                  # or a [code_mode] table (see tools/code_mode/settings.py)
+    claude_code_sessions = false       # also write each session as a Claude Code transcript
+
     [mcp_servers.files]
     command = "npx"
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+    watch = ["file:///notes.md"]       # resources whose updates become notices while serving
+    code_mode = true                   # this server's tools are called from run_code
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fastagent_cli.errors import ConfigError
+from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = [
@@ -145,6 +151,20 @@ class FastagentConfig(_Strict):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    code_mode: CodeModeSettings | bool = Field(default=False, union_mode="left_to_right")
+    claude_code_sessions: bool = False
+
+    @field_validator("code_mode", mode="before")
+    @classmethod
+    def _code_mode_type(cls, value: object) -> object:
+        if isinstance(value, bool | dict):
+            return value
+        raise ValueError(f"must be true, false or a [code_mode] table, not {_toml_repr(value)}")
+
+    @property
+    def code_mode_settings(self) -> CodeModeSettings:
+        value = self.code_mode
+        return value if isinstance(value, CodeModeSettings) else CodeModeSettings(enabled=value)
 
     @field_validator("coding_tools", mode="before")
     @classmethod
@@ -214,6 +234,10 @@ def _section_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[st
     parts = list(loc[:-1])
     while parts:
         part = parts.pop(0)
+        if part == "code_mode" and current is FastagentConfig:
+            current = CodeModeSettings
+            parts = [p for p in parts if p != "CodeModeSettings"]
+            continue
         if part == "mcp_servers" and current is FastagentConfig:
             current = McpServerConfig
             parts = parts[1:]  # skip the server name
@@ -240,7 +264,7 @@ def _snake(name: str) -> str:
 def _describe(error: pydantic.ValidationError, path: Path) -> str:
     first = error.errors()[0]
     loc = first["loc"]
-    key = ".".join(str(p) for p in loc)
+    key = ".".join(str(p) for p in loc if p != "CodeModeSettings")
     if first["type"] == "extra_forbidden":
         if len(loc) == 1 and str(loc[0]) in _RETIRED:
             return f"{path}: key {key!r} is retired ({_RETIRED[str(loc[0])]})"
@@ -261,7 +285,7 @@ def _field_key(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("bool", "int", "float", "str") or "[" in str(part):
+        elif part in ("bool", "int", "float", "str", "CodeModeSettings") or "[" in str(part):
             continue  # pydantic's name for the union member that was tried
         else:
             out += f".{part}" if out else str(part)

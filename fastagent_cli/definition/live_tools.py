@@ -21,6 +21,7 @@ from fastagent_cli.control import Notice
 from fastagent_cli.definition.tools_loader import ToolCollision
 from fastagent_cli.errors import one_line
 from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = ["LiveTools"]
@@ -29,9 +30,13 @@ log = logging.getLogger("fastagent.tools")
 
 
 class LiveTools:
-    def __init__(self, servers: Mapping[str, McpServerConfig], cwd: Path) -> None:
+    def __init__(
+        self, servers: Mapping[str, McpServerConfig], cwd: Path, code_mode: CodeModeSettings | None = None
+    ) -> None:
         self.servers = dict(servers)
         self.cwd = cwd
+        self._code_settings = code_mode
+        self._code_mode: Any = None
         self.static: list[Tool] = []
         self.collisions: list[ToolCollision] = []
         self._table: dict[str, Tool] = {}
@@ -50,9 +55,39 @@ class LiveTools:
         self._mcp_names.clear()
 
     async def __call__(self) -> Sequence[Tool]:
-        """The tools for the turn about to start (the tool source port)."""
+        """The tools for the turn about to start (the tool source port): what the model is offered."""
         await self.refresh()
-        return self.mounted()
+        return self.offered()
+
+    def offered(self) -> list[Tool]:
+        """The mounted tools as the model sees them: with code mode on, the tools it covers are
+        behind ``run_code`` (see :mod:`fastagent_cli.tools.code_mode`)."""
+        code_mode = self._code()
+        return code_mode.apply(self.mounted()) if code_mode is not None else self.mounted()
+
+    def code_mode_summary(self) -> str | None:
+        """What the startup report says about code mode (``None`` when it is off)."""
+        code_mode = self._code()
+        if code_mode is None:
+            return None
+        covered = [t.name for t in self.mounted() if code_mode.covers(t)]
+        if not code_mode.available():
+            return "unavailable (the tools stay native; see the warning)"
+        mcp = [name for name, config in self.servers.items() if code_mode.covers_server(name)]
+        what = ", ".join(covered) or ("the tools of " + ", ".join(mcp) if mcp else "(no tools yet)")
+        return f"run_code over {what}"
+
+    def _code(self) -> Any:
+        """The code mode, built on first use when the config asks for it (``None`` otherwise: the
+        sandbox is never imported)."""
+        if self._code_mode is None:
+            settings = self._code_settings
+            servers = {name: config.code_mode for name, config in self.servers.items()}
+            if (settings is not None and settings.enabled) or any(servers.values()):
+                from fastagent_cli.tools.code_mode import CodeMode
+
+                self._code_mode = CodeMode(settings, servers)
+        return self._code_mode
 
     def catalog(self) -> Mapping[str, Tool]:
         """Every registered tool by name (what ``search_tools`` searches)."""
@@ -65,6 +100,8 @@ class LiveTools:
         found = list(self._problems)
         if self._source is not None:
             found += [str(d) for d in self._source.diagnostics()]
+        if self._code_mode is not None:
+            found += self._code_mode.diagnostics()
         return found
 
     def _open_source(self) -> Any:
@@ -126,6 +163,9 @@ class LiveTools:
             self._mcp_names.add(tool.name)
 
     async def aclose(self) -> None:
+        code_mode = self._code_mode
+        if code_mode is not None:
+            await code_mode.aclose()
         source, self._source = self._source, None
         if source is not None:
             self._problems += [str(d) for d in source.diagnostics() if str(d) not in self._problems]

@@ -84,6 +84,9 @@ def summary_rows(
         rows.append(("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
     if config.mcp_servers:
         rows.append(("mcp", ", ".join(config.mcp_servers)))
+    code_mode = live.code_mode_summary()
+    if code_mode is not None:
+        rows.append(("code mode", code_mode))
     return rows
 
 

@@ -34,7 +34,7 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
             'model = "x"\nthinkingLevel = "high"\n',
             "unknown key 'thinkingLevel'; did you mean 'thinking_level'? (valid keys: model, thinking_level,"
             " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine,"
-            " compaction)",
+            " compaction, code_mode, claude_code_sessions)",
         ),
         (
             "[http]\nprot = 1\n",
@@ -42,9 +42,19 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         ),
         (
             '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',
-            "unknown key 'mcp_servers.fs.argv'; did you mean 'args'? (valid keys: command, args, env, cwd)",
+            "unknown key 'mcp_servers.fs.argv'; did you mean 'args'? (valid keys: command, args, env, cwd,"
+            " watch, watch_debounce_ms, code_mode)",
         ),
         ('agent_dir = "bot"\n', "key 'agent_dir' is retired (placement is structural"),
+        (
+            "[code_mode]\ntimelimit = 3\n",
+            "unknown key 'code_mode.timelimit'; did you mean 'time_limit'? (valid keys: enabled, time_limit,",
+        ),
+        ('code_mode = "yes"\n', 'code_mode: must be true, false or a [code_mode] table, not "yes"'),
+        (
+            "[code_mode]\nmemory_mb = 4\n",
+            "code_mode.memory_mb: Input should be greater than or equal to 8, not 4",
+        ),
         (
             'coding_tools = ["read", "grep"]\n',
             "coding_tools: unknown coding tool 'grep' (valid: read, bash, edit, write)",
