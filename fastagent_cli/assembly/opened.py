@@ -40,7 +40,8 @@ from fastagent_cli.errors import FastagentError
 from fastagent_cli.models.credentials import CredentialSource
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
-from fastagent_cli.sessions.store import FileSessionStore
+from fastagent_cli.sessions.claude_code import ClaudeCodeMirror, MirroredStore
+from fastagent_cli.sessions.store import FileSessionStore, SessionStore
 from fastagent_cli.tools.base import Tool
 
 WATCH_STATE_NAME = "watch-state.json"
@@ -241,7 +242,9 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         agent_dir=surface.agent_dir,
         credentials=renewing_credentials(surface.auth_path, surface.global_auth_path),
     )
-    store = FileSessionStore(surface.sessions_dir, surface.workspace)
+    store: SessionStore = FileSessionStore(surface.sessions_dir, surface.workspace)
+    if config.claude_code_sessions:
+        store = MirroredStore(store, [ClaudeCodeMirror(str(surface.workspace))])
     engine = EngineAgent(
         EngineConfig(
             models=resolver,

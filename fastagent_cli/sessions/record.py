@@ -111,6 +111,9 @@ class SessionRecord:
         self.memo: dict[Any, Any] = {}
         """Scratch space for what other layers derive from this record's entries (a wire
         client's encoded messages); :meth:`continued` copies share it."""
+        self.observers: list[Callable[[Sequence[Entry]], None]] = []
+        """Called with each batch of new entries once it is written (a second writer follows
+        the transcript this way); an observer must not raise."""
         self.extend(entries)
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -134,6 +137,7 @@ class SessionRecord:
         copy.entries, copy.by_id = list(self.entries), dict(self.by_id)
         copy.leaf_id, copy._sink, copy._context = self.leaf_id, sink, self._context
         copy.memo = self.memo
+        copy.observers = []  # whoever opens this copy attaches its own
         return copy
 
     def _leaf_after(self, entry: Entry) -> str | None:
@@ -178,6 +182,8 @@ class SessionRecord:
             self.entries.append(entry)
             self.by_id[entry["id"]] = entry
         self.leaf_id = parent
+        for observe in list(self.observers):
+            observe(created)
         return created
 
     def append_message(self, message: Message) -> Entry:
