@@ -80,6 +80,16 @@ class SmokeFailure(Exception):
     pass
 
 
+CODER = """
+def reply(request):
+    if request.round == 0:
+        code = "import asyncio\\nrs = await asyncio.gather(calc__add(a=1, b=2), calc__add(a=3, b=4))\\n"
+        code += "sum(r['result'] for r in rs)"
+        return {"toolCalls": [{"name": "run_code", "args": {"code": code}}]}
+    return "sum is " + request.messages[-1]["content"][0]["text"]
+"""
+
+
 def check(condition: bool, what: str, detail: str = "") -> None:
     if not condition:
         raise SmokeFailure(f"{what}{': ' + detail if detail else ''}")
@@ -150,6 +160,20 @@ def smoke_cli(binary: str, tmp: Path) -> None:
     ]  # --json: the raw result; stdout alone is what the model reads
     check(details.get("structuredContent") == {"result": 5}, "MCP tool calc__add", done.stdout + done.stderr)
     print("ok  MCP stdio server tool")
+
+    (tmp / "mini" / "fastagent" / "coder.py").write_text(CODER, encoding="utf-8")
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            "[mcp_servers.calc]", "code_mode = true\n\n[mcp_servers.calc]"
+        )
+    )
+    done = ok(binary, "invoke", "sum", "mini", "--model", "scripted/coder:reply", cwd=tmp)
+    check(
+        done.stdout == "sum is 10\n",
+        "code mode: run_code over calc__add in the sandbox",
+        done.stdout + done.stderr,
+    )
+    print("ok  code mode (run_code in the bundled sandbox calling the MCP tool)")
 
 
 def smoke_start(binary: str, tmp: Path) -> None:

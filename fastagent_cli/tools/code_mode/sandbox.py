@@ -17,8 +17,10 @@ import asyncio
 import base64
 import gc
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -32,19 +34,27 @@ _PIN = "pydantic-monty==1.4.*"
 _RESET = "The sandbox was reset: variables, functions and imports from earlier snippets are gone."
 
 
+def _worker_binary() -> str | None:
+    """The ``monty`` worker a binary build ships next to its own files (``None``: not frozen)."""
+    base = getattr(sys, "_MEIPASS", None)
+    if not getattr(sys, "frozen", False) or base is None:
+        return None
+    return str(Path(base) / "monty")
+
+
 def monty_problem() -> str | None:
     """Why code mode cannot run here (``None``: it can)."""
-    if getattr(sys, "frozen", False):
-        return (
-            "code mode needs the pydantic-monty sandbox, which the standalone fastagent binary does not "
-            f"include: install fastagent with pip (pip install 'fastagent-cli[code-mode]', {_PIN})"
-        )
     try:
         from pydantic_monty._binary import find_monty_binary
-
-        find_monty_binary()
     except ImportError:
+        if getattr(sys, "frozen", False):
+            return "this fastagent binary was built without the code mode sandbox (pydantic-monty)"
         return f"code mode needs pydantic-monty: pip install 'fastagent-cli[code-mode]' ({_PIN})"
+    bundled = _worker_binary()
+    if bundled is not None:
+        return None if os.access(bundled, os.X_OK) else f"the sandbox worker {bundled} is missing"
+    try:
+        find_monty_binary()
     except FileNotFoundError:
         return "code mode cannot find the monty worker binary (reinstall pydantic-monty, or set MONTY_BIN)"
     return None
@@ -71,6 +81,7 @@ class MontyPool:
         async with self._lock:
             if self._pool is None:
                 pool = monty.AsyncMonty(
+                    binary_path=_worker_binary(),
                     max_processes=32,
                     checkout_timeout=60,
                     request_timeout=self.settings.time_limit + 30,  # a backstop: kills a stuck worker
