@@ -109,10 +109,11 @@ async def main() -> None:
 
             rounds = args.rounds
             native_t, code_t = [], []
+            noop_plan = {"rounds": rounds, "tool": "noop", "args": {}}
+            code_plan = {"rounds": rounds, "tool": "run_code", "args": {"code": "1 + 1"}}
             for _ in range(args.repeat):
-                native_t.append(await timed(lambda: turn(native, {"rounds": rounds, "tool": "noop", "args": {}})))
-                plan = {"rounds": rounds, "tool": "run_code", "args": {"code": "1 + 1"}}
-                code_t.append(await timed(lambda: turn(coded, plan)))
+                native_t.append(await timed(lambda: turn(native, noop_plan)))
+                code_t.append(await timed(lambda: turn(coded, code_plan)))
             per_native = statistics.median(native_t) / rounds * 1000
             per_code = statistics.median(code_t) / rounds * 1000
 
@@ -131,14 +132,14 @@ async def main() -> None:
                 "sum(r['result'] for r in rs)"
             )
             empty = {"rounds": 1, "tool": "run_code", "args": {"code": "0"}}
+            plan = {"rounds": 1, "tool": "run_code", "args": {"code": loop}}
+            plan_g = {"rounds": 1, "tool": "run_code", "args": {"code": gathered}}
             direct_t, nested_t, gather_t, empty_t = [], [], [], []
             for _ in range(args.repeat):  # interleaved, so drift hits both sides alike
                 direct_t.append(await timed(direct))
                 empty_t.append(await timed(lambda: turn(coded, empty)))
-                plan = {"rounds": 1, "tool": "run_code", "args": {"code": loop}}
                 nested_t.append(await timed(lambda: turn(coded, plan)))
                 direct_t.append(await timed(direct))
-                plan_g = {"rounds": 1, "tool": "run_code", "args": {"code": gathered}}
                 gather_t.append(await timed(lambda: turn(coded, plan_g)))
             base = statistics.median(empty_t)
             per_direct = statistics.median(direct_t) / calls * 1000
