@@ -114,7 +114,8 @@ def _function(name: str, tool: Tool) -> Function:
         if names[py] in required_keys:
             params.append(f"{py}: {annotation}")
         else:
-            params.append(f"{py}: {annotation} | None = None" if annotation != "Any" else f"{py}: Any = None")
+            nullable = annotation == "Any" or "None" in annotation.split(" | ")
+            params.append(f"{py}: {annotation} = None" if nullable else f"{py}: {annotation} | None = None")
     signature = f"def {name}({'*, ' if params else ''}{', '.join(params)}) -> Any:"
     doc = _docstring(tool, properties, {py: names[py] for py in ordered})
     required = frozenset(py for py in names if names[py] in required_keys)
