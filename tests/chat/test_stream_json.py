@@ -34,7 +34,7 @@ async def reply(request):
     with open(os.environ["REQUEST_LOG"], "a") as log:
         log.write(json.dumps(lines) + "\\n")
     if lines == ["slow"]:
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(3)
     if lines[-1] == "fail":
         return {"error": {"status": 400, "message": "this line fails"}}
     return "seen: " + " + ".join(lines)

@@ -16,7 +16,7 @@ from tests.tools.mcp.test_mcp_tools import demo
 URI = "note://current"
 
 
-def watching(tmp_path: Path, debounce_ms: int = 150) -> McpToolSource:
+def watching(tmp_path: Path, debounce_ms: int = 1000) -> McpToolSource:
     config = demo(env={"NOTE_FILE": str(tmp_path / "note.txt")}, watch=[URI], watch_debounce_ms=debounce_ms)
     return McpToolSource({"notes": config}, tmp_path)
 
@@ -45,9 +45,9 @@ async def test_each_change_of_a_watched_resource_is_one_notice(tmp_path: Path) -
 
         # a burst inside the debounce window ends on the content already delivered: nothing new
         (tmp_path / "note.txt").write_text("something else")
-        await asyncio.sleep(0.08)
+        await asyncio.sleep(0.2)  # well inside the 1 s window
         (tmp_path / "note.txt").write_text("buy milk")
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(2.5)
         assert len(notices) == 1
 
         (tmp_path / "note.txt").write_text("buy bread")
