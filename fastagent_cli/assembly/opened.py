@@ -244,7 +244,8 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
     )
     store: SessionStore = FileSessionStore(surface.sessions_dir, surface.workspace)
     if config.claude_code_sessions:
-        store = MirroredStore(store, [ClaudeCodeMirror(str(surface.workspace))])
+        mirror = ClaudeCodeMirror(str(surface.workspace), scope=str(surface.sessions_dir))
+        store = MirroredStore(store, [mirror])
     engine = EngineAgent(
         EngineConfig(
             models=resolver,

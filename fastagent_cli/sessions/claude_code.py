@@ -82,9 +82,12 @@ def _git_branch(cwd: Path) -> str:
 class ClaudeCodeMirror:
     """The mirror for one agent: attach it to each record a run opens (see the module doc)."""
 
-    def __init__(self, cwd: str, projects: Path | None = None) -> None:
+    def __init__(self, cwd: str, projects: Path | None = None, *, scope: str = "") -> None:
         self.cwd = cwd
         self.projects = projects
+        self.scope = scope
+        """What tells this agent's sessions from another's in the same workspace (its sessions
+        directory): part of each file's id."""
 
     def directory(self) -> Path:
         return (self.projects or claude_projects_dir()) / munge_cwd(self.cwd)
@@ -117,7 +120,8 @@ class ClaudeCodeMirror:
     def _open(self, record: SessionRecord) -> ClaudeFile:
         directory = self.directory()
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        seed = str(record.header.get("id") or record.session)
+        header = record.header
+        seed = f"{self.scope}\n{header.get('id') or record.session}\n{header.get('timestamp', '')}"
         branch = _git_branch(Path(self.cwd))
         for generation in range(_GENERATIONS):
             session_id = str(uuid.uuid5(_NAMESPACE, f"{seed}:{generation}"))
@@ -226,3 +230,9 @@ class MirroredStore:
 
     async def delete(self, session: str) -> bool:
         return await self.inner.delete(session)
+
+    def dump(self, session: str) -> bytes | None:
+        return self.inner.dump(session)
+
+    async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
+        return await self.inner.import_record(session, header, body)

@@ -7,7 +7,6 @@ turn with the full history, the run's answer placed before them; notices are rec
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,12 +38,10 @@ class Sink:
         return [e for _, e in self.events if isinstance(e, Completed) or e.type == "failed"]
 
 
-def entries(tmp_path: Path, session: str) -> list[dict[str, Any]]:
-    path = next((tmp_path / "sessions").glob("*.jsonl"))
-    for candidate in (tmp_path / "sessions").glob("*.jsonl"):
-        if json.loads(candidate.read_text().splitlines()[0]).get("fastagentSession") == session:
-            path = candidate
-    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+async def entries(agent: Any, session: str) -> list[dict[str, Any]]:
+    record = await agent.store.read(session)
+    assert record is not None
+    return list(record.entries)
 
 
 async def test_three_notices_during_a_run_cause_exactly_one_follow_up_turn(tmp_path: Path) -> None:
@@ -87,7 +84,7 @@ async def test_three_notices_during_a_run_cause_exactly_one_follow_up_turn(tmp_p
     assert [kind for _, kind, _ in sink.inputs] == ["user_message", "notice", "notice", "notice"]
 
     # recorded as notices (custom_message entries), never as user messages
-    recorded = entries(tmp_path, "n")
+    recorded = await entries(agent, "n")
     users = [e for e in recorded if e["type"] == "message" and e["message"]["role"] == "user"]
     assert [u["message"]["content"][0]["text"] for u in users] == ["start working"]
     notices = [e for e in recorded if e["type"] == "custom_message"]

@@ -117,8 +117,8 @@ def claude_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 async def opened(make_agent: AgentFactory, claude_home: Path) -> AsyncIterator[OpenedAgent]:
     root = make_agent(
-        {"model.py": MODEL, "tools/probe.py": PROBE},
-        model="scripted/model:reply",
+        {"cc_model.py": MODEL, "tools/probe.py": PROBE},
+        model="scripted/cc_model:reply",
         config=(
             "coding_tools = false\nclaude_code_sessions = true\nsession_control = true\n"
             "[compaction]\nkeep_recent_tokens = 1\n"
@@ -232,8 +232,8 @@ def test_the_file_is_valid_after_a_kill_9_and_the_next_run_completes_it(
 ) -> None:
     home = tmp_path / "claude-config"
     root = make_agent(
-        {"model.py": MODEL, "tools/probe.py": PROBE},
-        model="scripted/model:reply",
+        {"cc_model.py": MODEL, "tools/probe.py": PROBE},
+        model="scripted/cc_model:reply",
         config="coding_tools = false\nclaude_code_sessions = true\n",
     )
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home)}

@@ -77,8 +77,13 @@ async def agent(make_agent: AgentFactory) -> AsyncIterator[tuple[Path, OpenedAge
         f"args = [{json.dumps(SERVER)}]\n"
     )
     root = make_agent(
-        {"model.py": MODEL, "tools/shout.py": SHOUT, "tools/inventory.py": INVENTORY, "snippets.json": "{}"},
-        model="scripted/model:reply",
+        {
+            "code_model.py": MODEL,
+            "tools/shout.py": SHOUT,
+            "tools/inventory.py": INVENTORY,
+            "snippets.json": "{}",
+        },
+        model="scripted/code_model:reply",  # a module name of its own: imported modules are cached
         config=config,
     )
     opened = open_agent_dir(root)
