@@ -117,7 +117,7 @@ async def test_start_sends_the_section_once_as_a_notice_and_delivers_the_reply(
     on_start = next(p for p in agent.rglob("*.jsonl") if "Greet the team" in p.read_text())
     lines = [json.loads(line) for line in on_start.read_text().splitlines()[1:]]
     assert not [e for e in lines if e.get("type") == "message" and e["message"]["role"] == "user"]
-    # the section is not in the system prompt of any turn (the notice carries it)
+    # delivered once (the section leaving the system prompt: tests/definition/test_on_start.py)
     assert server.count(r"\[notice\] on-start reply") == 1
 
 

@@ -203,6 +203,13 @@ class RunSandbox:
         if isinstance(exc, monty.MontyRuntimeError):
             kind = type(exc.exception()).__name__
             text = exc.display("traceback")
+            if kind == "MemoryError" and self._print_cap_hit(text):
+                return self._failed(
+                    f"{text}\nThe snippet printed more than {self.settings.print_limit_kb} KiB, the "
+                    "print capture limit: print less (return the data as the last expression, or a "
+                    "summary of it).",
+                    snippet,
+                )
             if kind in ("TimeoutError", "MemoryError") and "limit exceeded" in text:
                 await self._reset()
                 limit = "time" if kind == "TimeoutError" else "memory"
@@ -214,11 +221,25 @@ class RunSandbox:
             return self._failed(f"The sandbox worker {why}. {_RESET}", snippet)
         raise exc
 
+    def _print_cap_hit(self, text: str) -> bool:
+        """Whether a ``MemoryError`` is the print capture's cap (Monty words it like the heap's)."""
+        cap = self.settings.print_limit_kb * 1024
+        return cap != self.settings.memory_mb * 1024 * 1024 and f"> {cap} bytes" in text
+
     @staticmethod
     def _failed(text: str, snippet: Snippet) -> ToolResult:
         calls = snippet.log.calls
         if calls:
-            made = "\n".join(f"- {c['tool']}{' (failed)' if c['isError'] else ''}" for c in calls)
+            runs: list[list[Any]] = []  # consecutive calls of one tool with one outcome: one line
+            for c in calls:
+                if runs and runs[-1][:2] == [c["tool"], c["isError"]]:
+                    runs[-1][2] += 1
+                else:
+                    runs.append([c["tool"], c["isError"], 1])
+            made = "\n".join(
+                f"- {tool}{' (failed)' if failed else ''}{f' ×{n}' if n > 1 else ''}"
+                for tool, failed, n in runs
+            )
             text += (
                 f"\n{len(calls)} function call(s) ran before the error "
                 f"(repeating them repeats their effects):\n{made}"

@@ -72,6 +72,7 @@ async def agent(make_agent: AgentFactory) -> AsyncIterator[tuple[Path, OpenedAge
         "time_limit = 3\n"
         "memory_mb = 16\n"
         "max_nested_calls = 20\n"
+        "print_limit_kb = 16\n"
         "[mcp_servers.demo]\n"
         f"command = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(SERVER)}]\n"
@@ -225,3 +226,31 @@ async def test_the_agents_own_tools_are_functions_too(agent: tuple[Path, OpenedA
     )
     assert json.loads(text(ended[0])) == {"output": "HI\n", "result": {"shelf": 1, "items": ["tea"]}}
     assert text(ended[1]) == "shout() got an unexpected keyword argument 'loud'"
+
+
+async def test_the_nested_call_limit_and_the_print_limit(agent: tuple[Path, OpenedAgent]) -> None:
+    loop = "total = 0\nfor i in range(25):\n    total += demo__add(a=i, b=1)['result']\ntotal"
+    gathered = "import asyncio\nrs = await asyncio.gather(*[demo__add(a=i, b=1) for i in range(25)])\nlen(rs)"
+    ended, _ = await run(
+        agent, "budget", loop, gathered, "sum([demo__add(a=i, b=0)['result'] for i in range(20)])"
+    )
+    results = [(e.is_error, text(e)) for e in ended]
+    assert results[0][0] and "may call functions at most 20 times" in results[0][1]
+    assert "20 function call(s) ran before the error" in results[0][1]
+    assert "- demo__add ×20" in results[0][1]  # one line for a run of the same call
+    assert results[1][0] and "may call functions at most 20 times" in results[1][1]
+    assert results[2] == (False, str(sum(range(20))))  # the limit is per snippet
+
+    printed, _ = await run(
+        agent,
+        "chatty",
+        "kept = 'still here'",
+        "for i in range(2000):\n    print('x' * 100)\n'done'",
+        "kept",
+        "print('short')\nkept",
+    )
+    results = [(e.is_error, text(e)) for e in printed]
+    assert results[1][0] and "printed more than 16 KiB, the print capture limit" in results[1][1]
+    assert "hit its memory limit" not in results[1][1]
+    assert results[2] == (False, "still here")  # the cap is not the heap's: the sandbox goes on
+    assert results[3] == (False, json.dumps({"output": "short\n", "result": "still here"}))
