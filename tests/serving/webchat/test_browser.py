@@ -216,17 +216,28 @@ def test_a_message_streams_in_as_rendered_markdown(page: Page) -> None:
     assert page.visible("#stop") and page.text("#run-status") == "Running"
     screenshot(page.driver, "01-streaming")
     page.idle()
-    answer = page.all(".msg.assistant")[-1]
-    assert answer.find_element("css selector", "strong").text == "bold"
-    assert answer.find_element("css selector", "code.inline").text == "inline code"
-    code = answer.find_element("css selector", ".code pre code")
-    assert "def add(a: int, b: int) -> int:" in code.text
-    keywords = [k.text for k in code.find_elements("css selector", ".t-keyword")]
-    assert keywords[:2] == ["def", "return"]
-    assert code.find_element("css selector", ".t-comment").text == "# add two numbers"
-    cells = [c.text for c in answer.find_elements("css selector", "table td")]
-    assert cells == ["a", "1", "b", "2"]
-    assert not page.all(".msg.streaming")
+
+    def rendered() -> dict[str, Any]:
+        # Read in one go, again if the transcript redrew in between (a stale element).
+        answer = page.all(".msg.assistant")[-1]
+        code = answer.find_element("css selector", ".code pre code")
+        return {
+            "strong": answer.find_element("css selector", "strong").text,
+            "inline": answer.find_element("css selector", "code.inline").text,
+            "code": code.text,
+            "keywords": [k.text for k in code.find_elements("css selector", ".t-keyword")][:2],
+            "comment": code.find_element("css selector", ".t-comment").text,
+            "cells": [c.text for c in answer.find_elements("css selector", "table td")],
+            "streaming": len(page.all(".msg.streaming")),
+        }
+
+    shown = wait_until(rendered, "the finished answer read whole")
+    assert shown["strong"] == "bold" and shown["inline"] == "inline code"
+    assert "def add(a: int, b: int) -> int:" in shown["code"]
+    assert shown["keywords"] == ["def", "return"]
+    assert shown["comment"] == "# add two numbers"
+    assert shown["cells"] == ["a", "1", "b", "2"]
+    assert shown["streaming"] == 0
     screenshot(page.driver, "02-answer")
 
 
