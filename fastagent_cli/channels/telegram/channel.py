@@ -218,6 +218,10 @@ class _Bot:
         if pending:
             log.info("[telegram] recovering %d unfinished turn(s) from a prior run", len(pending))
         for record in pending:
+            # The seen ring is written in the background: a kill can lose the id of a turn the
+            # journal kept. Marking it again here stops a redelivery after the replay from
+            # running the turn a second time.
+            self.seen.add(record["id"])
             self.queue.accept(record)
 
     def _ask_identity_again(self) -> None:

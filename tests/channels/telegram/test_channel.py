@@ -449,6 +449,36 @@ async def test_a_pending_turn_replays_at_start_and_a_poisoned_one_is_dropped(
     assert after.recover() == []  # both finished: neither replays again
 
 
+async def test_a_replayed_turn_is_not_run_again_when_telegram_redelivers_it(
+    telegram: FakeTelegram, mount: Mount, tmp_path: Path
+) -> None:
+    # A kill before the seen ring's background write leaves the turn in the journal but not its
+    # delivery id in the ring: the replay must mark it, or Telegram's redelivery is a second turn.
+    home = tmp_path / "state" / "channels" / "telegram"
+    home.mkdir(parents=True)
+    update = Updates().message("still there?")
+    record = {
+        "session": "42",
+        "place": "42",
+        "text": "[telegram: chat 42 (private)]\nstill there?",
+        "chat": 42,
+        "thread": None,
+        "reply_to": None,
+        "images": [],
+        "files": [],
+        "id": str(update["update_id"]),
+        "attempts": 1,
+    }
+    (home / "turns.json").write_text(json.dumps({"generation": 1, "data": {record["id"]: record}}))
+    agent = FakeAgent(answer("yes"))
+    bot = await mount(channel(telegram), agent)
+    await idle(bot)
+    assert await bot.update(update) == (200, "")
+    await idle(bot)
+    assert len(agent.calls) == 1
+    assert telegram.shown(42) == ["yes"]
+
+
 async def test_a_write_that_fails_answers_500_so_telegram_redelivers(
     telegram: FakeTelegram, mount: Mount, tmp_path: Path
 ) -> None:
