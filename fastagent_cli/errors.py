@@ -10,6 +10,7 @@
     ├── CredentialError                      missing or unreadable credentials
     ├── ProviderError                        a model API answered with an error (status, retryable)
     ├── SessionError                         a session record cannot be read or written
+    ├── DatabaseError                        the state database cannot be reached or refused (retryable)
     ├── ToolError                            a tool cannot be found or loaded
     ├── ScheduleError                        an unknown schedule or wake-up, unreadable schedule state
     ├── ServeError                           a host cannot bind or a channel cannot start
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "ControlRequestError",
     "CredentialError",
+    "DatabaseError",
     "DeployError",
     "FastagentError",
     "ModelError",
@@ -111,6 +113,16 @@ class SessionError(FastagentError):
         super().__init__(message, public=public)
         self.retryable = retryable
         self.path = path
+
+
+class DatabaseError(FastagentError):
+    """The shared state database (``state_backend = "postgres"``) cannot be reached, or refused
+    what was asked. ``retryable`` when the cause may pass (a lost connection, a restarting
+    server); the message never holds the database password."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class ToolError(FastagentError):

@@ -122,3 +122,31 @@ def record_file(sessions_dir: Path, session: str) -> Path:
     path = find_record(sessions_dir, session)
     assert path is not None, f"no record of {session!r} in {sessions_dir}: {record_files(sessions_dir)}"
     return path
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One real PostgreSQL server per test process (xdist worker), started on first use."""
+    from tests.pg_server import PgServer, pg_missing_reason
+
+    problem = pg_missing_reason()
+    if problem is not None:
+        pytest.skip(problem)
+    server = PgServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def database_url(pg_server: object) -> Iterator[str]:
+    """A fresh, empty database on the worker's server (dropped after the test)."""
+    from tests.pg_server import PgServer
+
+    assert isinstance(pg_server, PgServer)
+    url = pg_server.create_database()
+    try:
+        yield url
+    finally:
+        pg_server.drop_database(url)
