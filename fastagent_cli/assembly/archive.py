@@ -103,8 +103,8 @@ class SessionArchive:
             thinking=context.thinking_level,
         )
 
-    def export_jsonl(self, session: str) -> bytes:
-        data = self._store.dump(session)
+    async def export_jsonl(self, session: str) -> bytes:
+        data = await self._store.export(session)
         if data is None:
             raise SessionError(f"no session {session!r} in {self.records_dir}")
         return data

@@ -17,7 +17,6 @@ publishes over HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -102,7 +101,7 @@ class SessionPort:
         return self._store.list_sessions(limit)
 
     async def list(self, limit: int | None = 30) -> builtins.list[SessionSummary]:
-        return await asyncio.to_thread(self._store.list_sessions, limit)
+        return await self._store.listing(limit)
 
     def model_specs(self) -> builtins.list[str]:
         """The specs a session's model may be set to."""
@@ -159,6 +158,7 @@ class SessionPort:
             entries, result = self.plan(current, model=model, thinking=thinking)
             if entries:
                 record.append_many(entries)
+                await record.flush()
             return result
 
     async def pin_model(self, session: str, spec: str) -> SessionSettings:
@@ -199,6 +199,7 @@ class SessionPort:
         if entries:
             async with self._leased(session, True) as record:
                 record.append_many(entries)
+                await record.flush()
 
     async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
         """Start compacting ``session``: accepted fast, the outcome arrives on the session's events
@@ -210,7 +211,7 @@ class SessionPort:
 
     @contextlib.asynccontextmanager
     async def _leased(self, session: str, create: bool) -> AsyncIterator[SessionRecord]:
-        release = self._store.try_lease(session)
+        release = await self._store.lease(session)
         if release is None:
             raise SessionError(f"session {session} is busy (a turn is running elsewhere); try again")
         try:

@@ -167,7 +167,7 @@ def export_command(
     archive = _archive(directory, sessions_dir)
     session = archive.resolve(session)
     if chosen == "jsonl":
-        data = archive.export_jsonl(session)
+        data = run_async(archive.export_jsonl(session))
     else:
         from fastagent_cli.cli.transcript import markdown
 

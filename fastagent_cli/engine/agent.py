@@ -162,7 +162,7 @@ class EngineAgent:
         bound = as_scope(scope)
         session = bound.session
         try:
-            release = self.config.sessions.try_lease(session)
+            release = await self.config.sessions.lease(session)
         except Exception as exc:  # MUST 2: an unwritable store is a failed event, not a raise
             yield self._failed(bound, exc, ())
             return
@@ -219,6 +219,7 @@ class EngineAgent:
             setup.scope = tools_scope
             secrets.append(setup.request.api_key)
             outcome = await run_loop(setup, inputs, emit)
+            await setup.record.flush()  # a store that commits later: completed means written
             data: dict[str, Any] = {
                 "model": setup.request.model.spec,
                 "usage": outcome.usage,

@@ -111,7 +111,10 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
     store = agent.store
     if not await session_exists(store, session):
         return no_such_session(session)
-    release = store.try_lease(session)
+    try:
+        release = await store.lease(session)
+    except FastagentError as exc:
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
     if release is None:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
     handed_off = False
@@ -169,6 +172,7 @@ async def _compact(
         result = await compact(
             record, plan, target, agent.compaction, instructions=instructions, on_retry=on_retry
         )
+        await record.flush()
         outcome = {"summary": result.summary}
         changed = state_changed(record, agent.settings_of(record))
     except asyncio.CancelledError:

@@ -5,7 +5,10 @@ hangs the new entry under the current leaf and moves the leaf. The leaf of a reo
 its last entry in file order. An entry whose parent is missing from the file (its line was
 corrupt and skipped) hangs under the entry before it in file order, so the history before the
 gap stays on the path. The record writes every new entry through its ``sink`` (a file
-append for the durable store, nothing for the in-memory one) before it is visible in memory.
+append for the durable store, nothing for the in-memory one) before it is visible in memory. A
+store whose writes complete later (the database's, which group-commits them) also gives a
+``flush``: :meth:`SessionRecord.flush` waits until every entry appended so far is durable and
+raises what could not be written.
 
 Two fastagent entries keep pi's file format readable by pi:
 
@@ -22,7 +25,7 @@ move, moves the leaf to the entry it names when the record is read; it is no pos
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -57,6 +60,7 @@ _ADVANCE_LIMIT = 256
 
 Entry = dict[str, Any]
 Sink = Callable[[Sequence[Entry]], None]
+Flush = Callable[[], Awaitable[None]]
 
 
 def iso_now() -> str:
@@ -99,7 +103,12 @@ class SessionContext:
 
 class SessionRecord:
     def __init__(
-        self, session: str, header: Entry, entries: Iterable[Entry], sink: Sink | None = None
+        self,
+        session: str,
+        header: Entry,
+        entries: Iterable[Entry],
+        sink: Sink | None = None,
+        flush: Flush | None = None,
     ) -> None:
         self.session = session
         self.header = header
@@ -107,6 +116,7 @@ class SessionRecord:
         self.by_id: dict[str, Entry] = {}
         self.leaf_id: str | None = None
         self._sink = sink
+        self._flush = flush
         self._context: tuple[str | None, SessionContext] | None = None
         self.memo: dict[Any, Any] = {}
         """Scratch space for what other layers derive from this record's entries (a wire
@@ -128,7 +138,7 @@ class SessionRecord:
                 self.by_id[entry_id] = entry
                 self.leaf_id = self._leaf_after(entry)
 
-    def continued(self, sink: Sink | None = None) -> SessionRecord:
+    def continued(self, sink: Sink | None = None, flush: Flush | None = None) -> SessionRecord:
         """A record over the same entries with its own index, leaf and ``sink``, so a turn can
         write to it while this one stays as read (the entry objects are shared: nothing changes
         an entry once it exists). Costs a copy of the index, not a rebuild."""
@@ -136,6 +146,7 @@ class SessionRecord:
         copy.session, copy.header = self.session, self.header
         copy.entries, copy.by_id = list(self.entries), dict(self.by_id)
         copy.leaf_id, copy._sink, copy._context = self.leaf_id, sink, self._context
+        copy._flush = flush
         copy.memo = self.memo
         copy.observers = []  # whoever opens this copy attaches its own
         return copy
@@ -185,6 +196,12 @@ class SessionRecord:
         for observe in list(self.observers):
             observe(created)
         return created
+
+    async def flush(self) -> None:
+        """Wait until every entry appended so far is durable; raises (a SessionError) what the
+        store could not write. Nothing to wait for with a store that writes as it appends."""
+        if self._flush is not None:
+            await self._flush()
 
     def append_message(self, message: Message) -> Entry:
         return self.append("message", message=message)

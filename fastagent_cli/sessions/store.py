@@ -11,6 +11,8 @@
   ``.locks/<name>.lock``: one in-flight turn per session, across threads *and* processes,
   released by the kernel if a process dies.
 * :class:`MemorySessionStore` keeps records in a dict, for embedding and tests.
+* :class:`~fastagent_cli.sessions.pg_store.PgSessionStore` keeps them in the shared database
+  (``state_backend = "postgres"``), leased per session across instances.
 
 Opening for a turn repairs the record (dangling tool calls get an interrupted result, written at
 once); :meth:`SessionStore.read` is for display and never repairs or writes.
@@ -58,6 +60,8 @@ __all__ = [
     "Release",
     "SessionStore",
     "fork_entries",
+    "fork_header",
+    "same_fork",
 ]
 
 Release = Callable[[], None]
@@ -79,13 +83,13 @@ def fork_entries(source: SessionRecord, at: str) -> list[dict[str, Any]]:
     return [dict(e) for e in source.path(at) if is_position(e)]
 
 
-def _fork_header(session: str, cwd: str, source: SessionRecord, at: str, parent: str) -> dict[str, Any]:
+def fork_header(session: str, cwd: str, source: SessionRecord, at: str, parent: str) -> dict[str, Any]:
     header = new_header(session, cwd, parent)
     header[FORK_KEY] = {"session": source.session, "entryId": at}
     return header
 
 
-def _same_fork(header: dict[str, Any], source: str, at: str) -> bool:
+def same_fork(header: dict[str, Any], source: str, at: str) -> bool:
     return header.get(FORK_KEY) == {"session": source, "entryId": at}
 
 
@@ -107,18 +111,24 @@ class SessionStore(Protocol):
         memory)."""
         ...
 
-    def try_lease(self, session: str) -> Release | None:
+    async def lease(self, session: str) -> Release | None:
         """The session's write lease, or ``None`` at once when a turn (or a settings write) holds
-        it."""
+        it, in this process or another. SessionError when the store cannot be asked."""
         ...
 
     def location(self, session: str) -> Path | None:
-        """Where the record lives (``None`` in memory, or when there is no record)."""
+        """Where the record lives (``None`` in memory or in a database, or when there is no
+        record)."""
         ...
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
-        """Stored sessions, most recently written first (blocking IO: call it off the loop);
-        SessionError when the store cannot be read."""
+        """Stored sessions, most recently written first (blocking IO: call it off the loop; a
+        database store answers with its last :meth:`listing`); SessionError when the store
+        cannot be read."""
+        ...
+
+    async def listing(self, limit: int | None = 30) -> list[SessionSummary]:
+        """:meth:`list_sessions` without blocking the loop."""
         ...
 
     async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
@@ -132,9 +142,9 @@ class SessionStore(Protocol):
         session's lease."""
         ...
 
-    def dump(self, session: str) -> bytes | None:
-        """The record as JSONL, header first (a file's bytes as they are); ``None`` when there is
-        no record (blocking IO)."""
+    async def export(self, session: str) -> bytes | None:
+        """The record as JSONL, header first (its lines' bytes as stored); ``None`` when there is
+        no record."""
         ...
 
     async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
@@ -188,6 +198,9 @@ class MemorySessionStore:
     def location(self, session: str) -> Path | None:
         return None
 
+    async def listing(self, limit: int | None = 30) -> list[SessionSummary]:
+        return self.list_sessions(limit)
+
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
         found = []
         for session, (header, entries) in self._records.items():
@@ -213,16 +226,19 @@ class MemorySessionStore:
         entries = fork_entries(source, at)
         existing = self._records.get(into)
         if existing is not None:
-            if _same_fork(existing[0], source.session, at):
+            if same_fork(existing[0], source.session, at):
                 return False
             raise ForkConflict(f"session {into!r} already exists with a different history")
-        self._records[into] = (_fork_header(into, self.cwd, source, at, source.session), entries)
+        self._records[into] = (fork_header(into, self.cwd, source, at, source.session), entries)
         self._modified[into] = time.time()
         return True
 
     async def delete(self, session: str) -> bool:
         self._modified.pop(session, None)
         return self._records.pop(session, None) is not None
+
+    async def export(self, session: str) -> bytes | None:
+        return self.dump(session)
 
     def dump(self, session: str) -> bytes | None:
         if session not in self._records:
@@ -236,6 +252,9 @@ class MemorySessionStore:
         self._records[session] = (dict(header), parse_jsonl(body))
         self._modified[session] = time.time()
         return None
+
+    async def lease(self, session: str) -> Release | None:
+        return self.try_lease(session)
 
     def try_lease(self, session: str) -> Release | None:
         if session in self._leased:
@@ -368,17 +387,20 @@ class FileSessionStore:
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
         return self._index.list(limit)
 
+    async def listing(self, limit: int | None = 30) -> list[SessionSummary]:
+        return await asyncio.to_thread(self.list_sessions, limit)
+
     async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
         entries = fork_entries(source, at)
         origin = self.location(source.session)
-        header = _fork_header(into, self.cwd, source, at, str(origin) if origin else source.session)
+        header = fork_header(into, self.cwd, source, at, str(origin) if origin else source.session)
         if self.files.find(into) is None:
             body = "".join(dumps_line(entry) + "\n" for entry in entries).encode("utf-8")
             _, created = await asyncio.to_thread(self.files.publish, into, header, body)
             if created:
                 return True
         existing = await self.read(into)
-        if existing is not None and _same_fork(existing.header, source.session, at):
+        if existing is not None and same_fork(existing.header, source.session, at):
             return False
         raise ForkConflict(f"session {into!r} already exists with a different history")
 
@@ -399,6 +421,9 @@ class FileSessionStore:
             os.unlink(self._lock_path(session))
         return True
 
+    async def export(self, session: str) -> bytes | None:
+        return await asyncio.to_thread(self.dump, session)
+
     def dump(self, session: str) -> bytes | None:
         path = self.files.find(session)
         if path is None:
@@ -417,6 +442,9 @@ class FileSessionStore:
 
     def _lock_path(self, session: str) -> Path:
         return self.directory / ".locks" / f"{encode_session_id(session)}.lock"
+
+    async def lease(self, session: str) -> Release | None:
+        return self.try_lease(session)
 
     def try_lease(self, session: str) -> Release | None:
         lock = FileLock(self._lock_path(session))

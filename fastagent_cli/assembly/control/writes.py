@@ -96,7 +96,10 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
     if not await session_exists(store, session):
         return no_such_session(session)
-    release = store.try_lease(session)
+    try:
+        release = await store.lease(session)
+    except FastagentError as exc:
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
     if release is None:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
     try:
@@ -131,6 +134,7 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
             for field, step in steps:
                 step()
                 landed.append(field)
+            await _flushed(record, landed)
         except (FastagentError, OSError) as exc:
             reason = one_line(getattr(exc, "message", None) or str(exc))
             if not landed:
@@ -141,6 +145,16 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
         return accepted()
     finally:
         release()
+
+
+async def _flushed(record: SessionRecord, landed: list[str]) -> None:
+    """Wait for a store that commits later: its appends land together (one transaction) or not
+    at all, so a failure here means none of ``landed`` was written."""
+    try:
+        await record.flush()
+    except FastagentError:
+        landed.clear()
+        raise
 
 
 async def fork_session(engine: EngineAgent, source: str, at: str, into: str) -> ActionResult:
@@ -172,7 +186,10 @@ async def delete_session(engine: EngineAgent, session: str) -> ActionResult:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
     if not await session_exists(engine.store, session):
         return no_such_session(session)
-    release = engine.store.try_lease(session)
+    try:
+        release = await engine.store.lease(session)
+    except FastagentError as exc:
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
     if release is None:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
     try:
