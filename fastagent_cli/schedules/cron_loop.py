@@ -1,7 +1,9 @@
 """The cron side of the scheduler: one waiting loop per schedule file.
 
-* **Claim before invoke.** When a slot comes, the fire instant is recorded in the claims first;
-  only then does the turn start. A process killed mid-turn therefore never fires that slot again.
+* **Claim before invoke.** When a slot comes, it is claimed first (the fire instant recorded);
+  only then does the turn start. A process killed mid-turn therefore never fires that slot again,
+  and of several instances sharing the claims (the database backend) only the first to claim a
+  slot runs it; the others log that another instance took it.
 * **Catch up once.** At start, a schedule whose next instant after its last claim has passed
   fires once at once (``catching up a missed run``), however many slots the downtime spanned,
   then waits for the next slot after now. A schedule that never fired anchors on now: it never
@@ -114,7 +116,7 @@ class CronScheduler:
         """Wait for each slot and fire it, until the cron has no next instant."""
         while True:
             await self._wait_until(due)
-            fired_at = await self.fire(schedule)
+            fired_at = await self.fire(schedule, due)
             now = self.clock.now()
             following = next_after(schedule.cron, schedule.tz, now)
             if following is None:
@@ -135,11 +137,12 @@ class CronScheduler:
         while (now := self.clock.now()) < due:
             await self.clock.sleep(min((due - now).total_seconds(), self.max_wait_s))
 
-    async def fire(self, schedule: ScheduledPrompt) -> datetime:
-        """Claim now, run the turn, audit it; returns the claimed instant."""
+    async def fire(self, schedule: ScheduledPrompt, slot: datetime | None = None) -> datetime:
+        """Claim ``slot`` (default: now), run the turn, audit it; returns the claimed instant.
+        A slot another instance claimed first is skipped (nothing runs, nothing is audited)."""
         fired_at = self.clock.now()
         try:
-            await self.claims.claim_slot(schedule.name, fired_at)
+            claimed = await self.claims.claim_slot(schedule.name, slot or fired_at, fired_at)
         except OSError as exc:
             log.error(
                 "[schedule] %s: fire failed (skipping this run, schedule stays armed): %s", schedule.name, exc
@@ -150,6 +153,13 @@ class CronScheduler:
             )
             return fired_at
         self.last_fired[schedule.name] = fired_at
+        if not claimed:
+            log.info(
+                "[schedule] %s: the slot at %s was claimed by another instance",
+                schedule.name,
+                format_instant(slot or fired_at),
+            )
+            return fired_at
         log.info("[schedule] %s firing (session=%s)", schedule.name, schedule.session)
         try:
             outcome = await run_turn(self.agent, schedule.session, schedule.prompt)

@@ -7,9 +7,10 @@ Two things must survive a crash and be decided once:
 * **wake-ups**: the agent's own pending turns (``wake``), claimed one at a time when due.
 
 :class:`ScheduleClaims` is the whole interface. The shipped implementation is files under
-``<state root>/schedule/`` (:class:`~fastagent_cli.state.claims_files.FileClaims`); a backend
-shared by several instances (PostgreSQL, say) implements the same seven methods, each of which
-must be atomic on its own, and plugs in at :func:`open_schedule_claims`. Every method may raise
+``<state root>/schedule/`` (:class:`~fastagent_cli.state.claims_files.FileClaims`); the one
+several instances share is :class:`~fastagent_cli.state.pg.claims.PgClaims` (a slot claimed in
+one transaction, so it fires once across all of them), which assembly's state backend opens
+instead. Each of the seven methods is atomic on its own. Every method may raise
 ``OSError`` (or :class:`ClaimsUnavailable`) for a storage fault; callers decide what a fault means.
 """
 
@@ -36,8 +37,10 @@ class ScheduleClaims(Protocol):
         """Every schedule's last claimed instant."""
         ...
 
-    async def claim_slot(self, name: str, at: datetime) -> None:
-        """Record durably that ``name`` fired at ``at``, before its turn starts."""
+    async def claim_slot(self, name: str, slot: datetime, at: datetime) -> bool:
+        """Claim ``name``'s slot ``slot`` (the cron instant it is for), recording durably that it
+        fired at ``at``, before its turn starts. ``False`` when the slot is claimed already (by
+        another instance sharing these claims): its turn must not run here."""
         ...
 
     async def wakeups(self) -> list[Wakeup]:

@@ -68,14 +68,18 @@ class FileClaims:
     async def last_fired(self) -> dict[str, datetime]:
         return await asyncio.to_thread(lambda: self._read_fires()[0])
 
-    async def claim_slot(self, name: str, at: datetime) -> None:
-        def claim() -> None:
+    async def claim_slot(self, name: str, slot: datetime, at: datetime) -> bool:
+        def claim() -> bool:
             fires, corrupt = self._read_fires()
             self._set_aside_if_corrupt(self.fires_path, corrupt)
-            fires[name] = at
+            last = fires.get(name)
+            if last is not None and last >= slot:
+                return False  # fired for this slot (or a later one) already
+            fires[name] = max(at, slot)
             atomic_write_json(self.fires_path, {k: format_instant(v) for k, v in fires.items()})
+            return True
 
-        await self._locked(claim)
+        return await self._locked(claim)
 
     async def wakeups(self) -> list[Wakeup]:
         return await asyncio.to_thread(lambda: list(self._cached_wakeups()[1]))

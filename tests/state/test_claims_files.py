@@ -39,9 +39,9 @@ async def test_reads_create_nothing(tmp_path: Path) -> None:
 
 async def test_claims_are_recorded_per_schedule(tmp_path: Path) -> None:
     claims = open_schedule_claims(tmp_path)
-    await claims.claim_slot("digest", at("2025-01-06 09:00:00.1234"))
-    await claims.claim_slot("hourly", at("2025-01-06 10:00"))
-    await claims.claim_slot("digest", at("2025-01-07 09:00"))
+    await claims.claim_slot("digest", at("2025-01-06 09:00"), at("2025-01-06 09:00:00.1234"))
+    await claims.claim_slot("hourly", at("2025-01-06 10:00"), at("2025-01-06 10:00"))
+    await claims.claim_slot("digest", at("2025-01-07 09:00"), at("2025-01-07 09:00"))
     path = tmp_path / "schedule" / "fires.json"
     assert json.loads(path.read_text()) == {
         "digest": "2025-01-07T09:00:00.000Z",
@@ -54,9 +54,20 @@ async def test_claims_are_recorded_per_schedule(tmp_path: Path) -> None:
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
+async def test_a_slot_is_claimed_once(tmp_path: Path) -> None:
+    first, second = open_schedule_claims(tmp_path), open_schedule_claims(tmp_path)
+    slot = at("2025-01-06 09:00")
+    won = await asyncio.gather(
+        first.claim_slot("digest", slot, at("2025-01-06 09:00:00.2")),
+        second.claim_slot("digest", slot, at("2025-01-06 09:00:00.1")),
+    )
+    assert sorted(won) == [False, True]
+    assert await first.claim_slot("digest", at("2025-01-06 10:00"), at("2025-01-06 10:00:01"))
+
+
 async def test_concurrent_claims_lose_no_update(tmp_path: Path) -> None:
     claims = open_schedule_claims(tmp_path)
-    await asyncio.gather(*(claims.claim_slot(f"s{i}", NOW) for i in range(20)))
+    await asyncio.gather(*(claims.claim_slot(f"s{i}", NOW, NOW) for i in range(20)))
     assert len(await claims.last_fired()) == 20
 
 
@@ -167,7 +178,7 @@ async def test_a_corrupt_file_is_set_aside_not_overwritten(
         assert await claims.wakeups() == []
         assert await claims.last_fired() == {}
         await claims.add_wakeup(one_shot("a"), limit=20)
-        await claims.claim_slot("digest", NOW)
+        await claims.claim_slot("digest", NOW, NOW)
     kept = sorted(p.name.split(".corrupt-")[0] for p in claims.directory.glob("*.corrupt-*"))
     assert kept == ["fires.json", "wakeups.json"]
     assert next(claims.directory.glob("wakeups.json.corrupt-*")).read_text() == '[{"id": "half'
@@ -196,7 +207,7 @@ async def test_an_unreadable_file_is_a_storage_fault(tmp_path: Path) -> None:
     with pytest.raises(ClaimsUnavailable, match="wakeups.json is unreadable"):
         await claims.wakeups()
     with pytest.raises(OSError):
-        await claims.claim_slot("x", NOW)
+        await claims.claim_slot("x", NOW, NOW)
 
 
 async def test_an_idle_poll_rereads_nothing_until_the_file_changes(tmp_path: Path) -> None:
