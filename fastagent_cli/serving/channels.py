@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -48,6 +48,7 @@ from fastagent_cli.contract import Agent
 from fastagent_cli.control import SessionControl
 from fastagent_cli.errors import FastagentError, ServeError
 from fastagent_cli.serving.router import Handler, RouteKey, find_collisions, parse_route_key
+from fastagent_cli.state.channel_state import ChannelStateStore
 
 __all__ = [
     "CHANNELS_DIR",
@@ -69,6 +70,9 @@ class ChannelContext:
     """The resolved state root, absolute (``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``)."""
     control: SessionControl | None = None
     """The session hub (what a chat's stop command aborts the active run through)."""
+    channel_state: Callable[[str], ChannelStateStore] | None = None
+    """Opens a channel kind's state store (the agent's state backend); ``None``: files under
+    ``state_root``."""
 
     def __post_init__(self) -> None:
         if not Path(self.state_root).is_absolute():

@@ -3,9 +3,14 @@
 A channel keeps a few small named documents (``turns``, ``seen``, ``buffers``, ...). Each is a
 *snapshot* plus a *journal* of entries appended since that snapshot, so the hot path (persisting a
 turn intent before a webhook is acknowledged) costs one durable append instead of rewriting the
-whole document. :class:`ChannelStateStore` is the whole contract; a shared backend (PostgreSQL, one
-row per document and one per journal entry) replaces :class:`FileChannelState` without the channels
-noticing.
+whole document. :class:`ChannelStateStore` is the whole contract. :class:`FileChannelState` is the
+single-process store; :class:`~fastagent_cli.state.pg.channel_state.PgChannelState` is the one
+several instances share: it has an :attr:`~ChannelStateStore.owner` (the instance writing), numbers
+journal entries with gap-free *positions* per document, tells watchers when another instance
+appended (:meth:`~ChannelStateStore.watch`), hands out what was appended since a position
+(:meth:`~ChannelStateStore.changes`) and says which instances are alive
+(:meth:`~ChannelStateStore.live_owners`). The channel kit replays every instance's entries in
+position order, so all of them hold the same state.
 
 The file layout under ``<state root>/channels/<kind>/`` (directories 0700, files 0600: chat content)::
 
@@ -23,7 +28,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +40,7 @@ __all__ = [
     "ChannelStateStore",
     "FileChannelState",
     "LoadedDocument",
+    "Watcher",
     "channel_home",
 ]
 
@@ -56,10 +62,25 @@ class LoadedDocument:
     """Entries appended since that snapshot, in order."""
     problems: list[str] = field(default_factory=list)
     """What was wrong with the stored form (a corrupt file...): the caller warns and starts empty."""
+    position: int = 0
+    """A shared store: the position of the last journal entry included (0 for a file)."""
+    reset: bool = False
+    """From :meth:`ChannelStateStore.changes`: the entries asked for were compacted away, so this
+    is the whole document again (snapshot and journal), not only what was added."""
+
+
+Watcher = Callable[[int | None], None]
+"""Called with the position another instance appended up to (``None``: unknown, after a gap)."""
 
 
 class ChannelStateStore(Protocol):
     """Named documents of one channel kind: a snapshot plus the entries journaled since."""
+
+    @property
+    def owner(self) -> str | None:
+        """The instance this store writes for when several share it; ``None`` for a store of one
+        process (then the other shared-store methods are trivial)."""
+        ...
 
     def describe(self, name: str) -> str:
         """Where ``name`` lives, for messages (a path, a table row...)."""
@@ -70,14 +91,30 @@ class ChannelStateStore(Protocol):
         raise; an unreadable one (permissions, IO) raises :class:`OSError`."""
         ...
 
-    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> None:
+    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> int | None:
         """Add ``entries`` to the document's journal (all or none). ``sync``: on stable storage
         before returning (what an acknowledgement waits for); otherwise they survive the process
-        dying, not the machine. Raises :class:`OSError`."""
+        dying, not the machine. Returns the last entry's position (a shared store; ``None``
+        otherwise). Raises :class:`OSError`."""
         ...
 
-    async def replace(self, name: str, snapshot: Any) -> None:
-        """Make ``snapshot`` the document and empty its journal. Raises :class:`OSError`."""
+    async def replace(self, name: str, snapshot: Any, *, position: int | None = None) -> None:
+        """Make ``snapshot`` the document and empty its journal (a shared store: ``snapshot`` is
+        the document as of ``position``; only the entries up to it are dropped, and an older
+        snapshot never replaces a newer one). Raises :class:`OSError`."""
+        ...
+
+    async def changes(self, name: str, after: int) -> LoadedDocument:
+        """A shared store: the entries appended after position ``after`` (or, ``reset``, the
+        whole document when they were compacted away). Raises :class:`OSError`."""
+        ...
+
+    async def watch(self, name: str, watcher: Watcher) -> None:
+        """A shared store: call ``watcher`` when another instance appends to ``name``."""
+        ...
+
+    async def live_owners(self, owners: Collection[str]) -> set[str]:
+        """Which of ``owners`` (instances) are running; a store of one process: all of them."""
         ...
 
     async def aclose(self) -> None:
@@ -99,6 +136,10 @@ class FileChannelState:
         self._generations: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._journals: dict[str, int] = {}
+
+    @property
+    def owner(self) -> str | None:
+        return None
 
     def describe(self, name: str) -> str:
         return str(self._snapshot_path(name))
@@ -144,9 +185,9 @@ class FileChannelState:
                 loaded.problems.append(f"{self._journal_path(name)}: skipped {torn} unreadable line(s)")
         return loaded, generation
 
-    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> None:
+    async def append(self, name: str, entries: Sequence[Any], *, sync: bool = True) -> int | None:
         if not entries:
-            return
+            return None
         async with self._lock(name):
             if name not in self._generations:
                 _, self._generations[name] = await asyncio.to_thread(self._load, name)
@@ -164,6 +205,7 @@ class FileChannelState:
                 raise
             if sync:
                 await asyncio.to_thread(os.fdatasync, fd)
+        return None
 
     def _open_journal(self, name: str) -> int:
         """Open the journal for appends; a line a crash cut short gets a line break first, so the
@@ -179,7 +221,7 @@ class FileChannelState:
             _fsync_dir(self.home)  # a new file's name is durable too, not only its bytes
         return fd
 
-    async def replace(self, name: str, snapshot: Any) -> None:
+    async def replace(self, name: str, snapshot: Any, *, position: int | None = None) -> None:
         async with self._lock(name):
             if name not in self._generations:
                 _, self._generations[name] = await asyncio.to_thread(self._load, name)
@@ -193,6 +235,17 @@ class FileChannelState:
         journal = self._journal_path(name)
         if journal.exists():
             os.truncate(journal, 0)
+
+    async def changes(self, name: str, after: int) -> LoadedDocument:
+        loaded = await self.load(name)  # one process writes: everything is known already
+        loaded.reset = True
+        return loaded
+
+    async def watch(self, name: str, watcher: Watcher) -> None:
+        """Nothing to watch: no other process writes these files."""
+
+    async def live_owners(self, owners: Collection[str]) -> set[str]:
+        return set(owners)
 
     async def aclose(self) -> None:
         for name in list(self._journals):

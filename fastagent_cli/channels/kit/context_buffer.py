@@ -14,7 +14,8 @@ protocol:
   the turn ran stays for the turn after it.
 
 An entry is a JSON object the channel shapes (it must have ``body``); the buffer adds ``seq``, its
-identity. The channel's ``line(entry)`` renders one fold line and is the budget's cost basis.
+identity, as the push is applied (in journal order, so every instance sharing the buffer numbers it
+alike). The channel's ``line(entry)`` renders one fold line and is the budget's cost basis.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class ContextBuffer(JournaledState[_Buffers]):
         place = str(op["place"])
         if kind == "push":
             entry = dict(op["entry"])
+            entry.setdefault("seq", state.next_seq)  # numbered as applied: in journal order everywhere
             self._check(entry)
             entries = state.places.setdefault(place, [])
             if any(existing["seq"] == entry["seq"] for existing in entries):
@@ -148,8 +150,8 @@ class ContextBuffer(JournaledState[_Buffers]):
     async def push(self, place: str, entry: BufferEntry) -> None:
         """Record an un-summoned message (``body`` clipped to one line). Raises
         :class:`~fastagent_cli.channels.kit.journal.StateWriteError` when it cannot be persisted."""
-        stored = {**entry, "body": clip_line(str(entry.get("body", ""))), "seq": self.state.next_seq}
-        self.state.next_seq += 1  # reserved now: a concurrent push never reuses it
+        stored = {k: v for k, v in entry.items() if k != "seq"}
+        stored["body"] = clip_line(str(entry.get("body", "")))
         await self.commit({"op": "push", "place": place, "entry": stored})
 
     def peek(self, place: str) -> Fold:

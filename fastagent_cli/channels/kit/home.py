@@ -1,7 +1,8 @@
-"""Where a channel's state lives: the one place a shared backend is plugged in later.
+"""Where a channel's state lives: the one place its store is opened.
 
 Every stateful channel opens its :class:`~fastagent_cli.state.channel_state.ChannelStateStore`
-through :func:`open_channel_state`, which today is the file store under
+through :func:`open_channel_state`: the store the agent's state backend provides (``ctx.channel_state``,
+the shared database with ``state_backend = "postgres"``), else the file store under
 ``<state root>/channels/<kind>/`` (single process: two processes must not share it).
 """
 
@@ -26,4 +27,8 @@ def state_root_of(ctx: Any) -> Path:
 
 
 def open_channel_state(ctx: Any, kind: str) -> ChannelStateStore:
+    opener = getattr(ctx, "channel_state", None)
+    if opener is not None:
+        store: ChannelStateStore = opener(kind)
+        return store
     return FileChannelState(channel_home(state_root_of(ctx), kind))

@@ -19,6 +19,14 @@ how one operation changes the state. Then:
 Opening reads snapshot and journal; a corrupt file, a wrong-shaped snapshot or a malformed
 operation is a warning naming the file and the state starts empty (or without that operation),
 never a crash. An unreadable file (permissions) raises :class:`OSError`: a mount error to fix.
+
+**A shared store** (the database backend, several instances): every instance's operations land in
+one journal with gap-free positions, and every instance applies all of them *in position order*
+(its own included, once its append returned), so they all hold the same state: a commit resolves
+once the state has caught up to it, and an append by another instance is applied when its
+notification arrives. Operations applied at once by :meth:`~JournaledState.remember` are applied
+again when read back in order, so they must be idempotent (adding an id to a set, merging a
+record). Compaction stores the snapshot as of the position it reflects.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from fastagent_cli.state.channel_state import ChannelStateStore
+from fastagent_cli.state.channel_state import ChannelStateStore, LoadedDocument
 
 __all__ = ["COMPACT_EVERY", "IDLE_S", "JournaledState", "StateWriteError"]
 
@@ -75,6 +83,16 @@ class JournaledState(Generic[S]):
         self._since_snapshot = 0
         self._last_op = 0.0
         self._idle: asyncio.Task[None] | None = None
+        self._position = 0
+        """A shared store: the journal position the state reflects."""
+        self._stale = False
+        self._applying = asyncio.Lock()
+        self._following: asyncio.Task[None] | None = None
+
+    @property
+    def shared(self) -> bool:
+        """Do other instances write this document too (a shared store)?"""
+        return self.store.owner is not None
 
     # --- what a store defines -------------------------------------------------------------------
 
@@ -101,8 +119,17 @@ class JournaledState(Generic[S]):
 
     async def open(self) -> None:
         """Load the snapshot and replay the journal; rewrite them as one clean snapshot when the
-        journal was not empty or something had to be skipped."""
+        journal was not empty or something had to be skipped. A shared store: start following
+        the other instances' appends."""
         loaded = await self.store.load(self.name)
+        problems = self._rebuild(loaded)
+        if self.shared:
+            await self.store.watch(self.name, self._heard)
+        if loaded.journal or problems:
+            await self.store.replace(self.name, self.encode(self.state), position=self._position)
+
+    def _rebuild(self, loaded: LoadedDocument) -> list[str]:
+        """The state from a whole document (what went wrong is warned about and returned)."""
         problems = list(loaded.problems)
         state = self.empty()
         if loaded.snapshot is not None:
@@ -112,17 +139,55 @@ class JournaledState(Generic[S]):
                 problems.append(f"{self.where} has an unexpected shape ({exc})")
                 state = self.empty()
         for op in loaded.journal:
-            try:
-                if not isinstance(op, Mapping):
-                    raise ValueError("not an object")
-                self.apply(state, op)
-            except (ValueError, TypeError, KeyError) as exc:
-                problems.append(f"skipped a malformed journal entry of {self.where} ({exc})")
+            problem = self._replay(state, op)
+            if problem is not None:
+                problems.append(problem)
         for problem in problems:
             log.warning("%s %s — starting without what it held", self.label, problem)
         self.state = state
-        if loaded.journal or problems:
-            await self.store.replace(self.name, self.encode(self.state))
+        self._position = loaded.position
+        return problems
+
+    def _replay(self, state: S, op: Any) -> str | None:
+        try:
+            if not isinstance(op, Mapping):
+                raise ValueError("not an object")
+            self.apply(state, op)
+        except (ValueError, TypeError, KeyError) as exc:
+            return f"skipped a malformed journal entry of {self.where} ({exc})"
+        return None
+
+    # --- a shared store: following every instance's appends --------------------------------------
+
+    async def _follow(self) -> None:
+        """Apply what was appended since :attr:`_position`, by any instance, in position order."""
+        async with self._applying:
+            if self._stale:
+                loaded = await self.store.load(self.name)
+            else:
+                loaded = await self.store.changes(self.name, self._position)
+            if loaded.reset:
+                self._rebuild(loaded)
+            else:
+                for op in loaded.journal:
+                    problem = self._replay(self.state, op)
+                    if problem is not None:
+                        log.warning("%s %s", self.label, problem)
+                self._position = max(self._position, loaded.position)
+            self._stale = False
+
+    def _heard(self, position: int | None) -> None:
+        if position is not None and position <= self._position:
+            return
+        if self._following is None or self._following.done():
+            self._following = asyncio.create_task(self._follow_quietly())
+
+    async def _follow_quietly(self) -> None:
+        try:
+            await self._follow()
+        except OSError as exc:
+            self._stale = True
+            log.warning("%s cannot read %s from the other instances yet: %s", self.label, self.where, exc)
 
     async def aclose(self) -> None:
         """Wait for queued writes to land, and compact when it is due."""
@@ -130,10 +195,11 @@ class JournaledState(Generic[S]):
         if writer is not None and not writer.done():
             with contextlib.suppress(Exception):
                 await asyncio.shield(writer)
-        if self._idle is not None:
-            self._idle.cancel()
-            with contextlib.suppress(BaseException):
-                await self._idle
+        for task in (self._idle, self._following):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         if self._since_snapshot >= self.compact_every:
             await self._compact()
 
@@ -161,7 +227,7 @@ class JournaledState(Generic[S]):
             batches, self._queue = self._queue, []
             ops = [op for batch in batches for op in batch.ops]
             try:
-                await self.store.append(self.name, ops, sync=any(batch.sync for batch in batches))
+                position = await self.store.append(self.name, ops, sync=any(batch.sync for batch in batches))
             except OSError as exc:
                 error = StateWriteError(f"cannot write {self.where}: {exc.strerror or exc}")
                 for batch in batches:
@@ -170,6 +236,8 @@ class JournaledState(Generic[S]):
                     elif not batch.done.done():
                         batch.done.set_exception(error)
                 continue
+            if position is not None:
+                await self._caught_up(batches)
             for batch in batches:
                 problem = None if batch.applied else self._apply_all(batch.ops)
                 if batch.done is not None and not batch.done.done():
@@ -183,6 +251,20 @@ class JournaledState(Generic[S]):
                 await self._compact()  # a stream that never pauses: compact now, bounded
             elif self._since_snapshot >= self.compact_every and self._idle is None:
                 self._idle = asyncio.create_task(self._compact_when_idle())
+
+    async def _caught_up(self, batches: list[_Batch]) -> None:
+        """A shared store: the appends are durable; apply everything up to them in order. When
+        the journal cannot be read back, apply them now and read the whole document next time."""
+        try:
+            await self._follow()
+        except OSError as exc:
+            log.warning("%s cannot read %s back (applying its own writes): %s", self.label, self.where, exc)
+            self._stale = True
+            for batch in batches:
+                if not batch.applied:
+                    self._apply_all(batch.ops)
+        for batch in batches:
+            batch.applied = True  # what _write applies next is already in the state
 
     async def _compact_when_idle(self) -> None:
         """Compact once no operation came for :data:`IDLE_S`: an acknowledgement waiting for the
@@ -208,7 +290,7 @@ class JournaledState(Generic[S]):
 
     async def _compact(self) -> None:
         try:
-            await self.store.replace(self.name, self.encode(self.state))
+            await self.store.replace(self.name, self.encode(self.state), position=self._position)
         except OSError as exc:
             log.warning("%s cannot compact %s (the journal keeps growing): %s", self.label, self.where, exc)
             return

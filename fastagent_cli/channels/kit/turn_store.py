@@ -15,11 +15,21 @@ Semantics (core design section 10; features K5, K6, M18):
 
 This is at-least-once: a replay re-runs the whole turn, tools included, and a crash between the
 persist and the ACK can run a delivery twice.
+
+**Several instances** (a shared store): every turn records its ``owner``, the instance that
+accepted it and runs it. An ``add`` of an id another instance added first is a no-op that returns
+``False`` (the first add in journal order wins), and :meth:`TurnStore.recover` hands back only this
+instance's turns. A turn whose owner is no longer running (``kill -9``, a lost machine: its
+database link, and with it its liveness lock, is gone) is *adopted*: an ``adopt`` operation that
+only applies while the old owner still owns it, so of the instances adopting at once exactly one
+gets it. :meth:`TurnStore.open` adopts what is orphaned at start; :meth:`TurnStore.watch_orphans`
+keeps looking every :data:`ORPHAN_POLL_S` and hands each adopted turn to the channel to run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -27,7 +37,7 @@ from typing import Any, Literal
 from fastagent_cli.channels.kit.journal import JournaledState, StateWriteError
 from fastagent_cli.state.channel_state import ChannelStateStore
 
-__all__ = ["MAX_TURN_ATTEMPTS", "Attempt", "TurnRecord", "TurnStore"]
+__all__ = ["MAX_TURN_ATTEMPTS", "ORPHAN_POLL_S", "Attempt", "TurnRecord", "TurnStore"]
 
 log = logging.getLogger("fastagent.channel")
 
@@ -39,6 +49,8 @@ TurnRecord = dict[str, Any]
 whatever the channel's runner needs to run the turn again."""
 
 Attempt = Literal["run", "exceeded", "defer"]
+ORPHAN_POLL_S = 1.0
+"""How often an instance looks for turns whose owner stopped running (a shared store)."""
 
 
 def _is_base_record(record: Any) -> bool:
@@ -66,6 +78,7 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         self._order = order
         self.max_attempts = max_attempts
         self._adding: dict[str, asyncio.Future[None]] = {}
+        self._watching: asyncio.Task[None] | None = None
         super().__init__(store, label=label)
 
     # --- the document ---------------------------------------------------------------------------
@@ -103,7 +116,13 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
             if turn is not None:
                 turn.update(fields)
         elif kind == "remove":
-            state.pop(str(op["id"]), None)
+            turn = state.get(str(op["id"]))
+            if turn is not None and op.get("owner") in (None, turn.get("owner")):
+                del state[str(op["id"])]
+        elif kind == "adopt":
+            turn = state.get(str(op["id"]))
+            if turn is not None and turn.get("owner") == op.get("from"):
+                turn["owner"] = str(op["owner"])
         else:
             raise ValueError(f"unknown operation {kind!r}")
 
@@ -130,6 +149,8 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         if turn_id in self.state:
             return False
         turn = {**record, "attempts": int(record.get("attempts", 0))}
+        if self.shared:
+            turn["owner"] = self.store.owner
         task = asyncio.ensure_future(self.commit({"op": "add", "turn": turn}))
         self._adding[turn_id] = task
         try:
@@ -137,11 +158,77 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         finally:
             if self._adding.get(turn_id) is task:
                 del self._adding[turn_id]
-        return True
+        return self._mine(turn_id)  # with several instances, the first add in journal order wins
+
+    def _mine(self, turn_id: str) -> bool:
+        turn = self.state.get(turn_id)
+        return turn is not None and (not self.shared or turn.get("owner") == self.store.owner)
 
     def recover(self) -> list[TurnRecord]:
-        """Every pending turn, in arrival order (copies)."""
-        return [dict(record) for record in sorted(self.state.values(), key=self._order)]
+        """Every pending turn of this instance, in arrival order (copies)."""
+        return [dict(r) for r in sorted(self.state.values(), key=self._order) if self._mine(r["id"])]
+
+    # --- turns of instances that stopped (a shared store) ---------------------------------------
+
+    async def open(self) -> None:
+        await super().open()
+        if self.shared:
+            adopted = await self.adopt_orphans()
+            if adopted:
+                log.info("%s took over %d turn(s) of stopped instances", self.label, len(adopted))
+
+    async def adopt_orphans(self) -> list[TurnRecord]:
+        """Take over the pending turns whose owner is not running; the ones this instance got, in
+        arrival order. Nothing to do for a store of one process."""
+        if not self.shared:
+            return []
+        me = self.store.owner
+        owners = {r.get("owner") for r in self.state.values()} - {me}
+        if not owners:
+            return []
+        live = await self.store.live_owners([o for o in owners if isinstance(o, str)])
+        dead = owners - live
+        ops = [
+            {"op": "adopt", "id": r["id"], "from": r.get("owner"), "owner": me}
+            for r in sorted(self.state.values(), key=self._order)
+            if r.get("owner") in dead
+        ]
+        if not ops:
+            return []
+        await self.commit(*ops)
+        return [dict(self.state[op["id"]]) for op in ops if self._mine(op["id"])]
+
+    def watch_orphans(self, accept: Callable[[TurnRecord], None], every: float = ORPHAN_POLL_S) -> None:
+        """Keep adopting orphaned turns and hand each one to ``accept`` (the channel's queue);
+        stopped by :meth:`aclose`. Nothing to watch for a store of one process."""
+        if self.shared and self._watching is None:
+            self._watching = asyncio.create_task(self._watch(accept, every))
+
+    async def _watch(self, accept: Callable[[TurnRecord], None], every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            if not any(not self._mine(turn_id) for turn_id in self.state):
+                continue
+            try:
+                adopted = await self.adopt_orphans()
+            except (OSError, StateWriteError) as exc:
+                log.warning("%s cannot take over the turns of stopped instances yet: %s", self.label, exc)
+                continue
+            for record in adopted:
+                log.info(
+                    "%s taking over turn %s (session=%s) from a stopped instance",
+                    self.label,
+                    record["id"],
+                    record["session"],
+                )
+                accept(record)
+
+    async def aclose(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watching
+        await super().aclose()
 
     async def start_attempt(self, turn_id: str) -> Attempt:
         """Count one more execution of ``turn_id`` before it runs (see the module doc)."""
@@ -184,7 +271,10 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         """Drop a finished turn. A failed write is logged (a restart may replay an answered turn)."""
         if turn_id not in self.state:
             return
+        op: dict[str, Any] = {"op": "remove", "id": turn_id}
+        if self.shared:
+            op["owner"] = self.store.owner  # a turn another instance took over stays its
         try:
-            await self.commit({"op": "remove", "id": turn_id}, sync=False)
+            await self.commit(op, sync=False)
         except StateWriteError as exc:
             log.error("%s %s (a restart may replay turn %s)", self.label, exc, turn_id)

@@ -26,7 +26,10 @@ Everything else is acknowledged ``200``, after what it causes is durable:
 At start the channel loads its state, replays the turns a crash or a shutdown interrupted (in
 arrival order; a turn interrupted 3 times is dropped and its asker told), and calls ``getMe`` once
 for its username and to warn when privacy mode hides group messages. State lives in
-``<state root>/channels/telegram/`` (``turns``, ``buffers``, ``seen``, ``files/``).
+``<state root>/channels/telegram/`` (``turns``, ``buffers``, ``seen``, ``files/``), or in the
+shared database (``state_backend = "postgres"``): then every instance behind the webhook URL sees
+the same turns, seen ring and buffers, and a turn accepted by an instance that stops is taken over
+and run by another, once.
 """
 
 from __future__ import annotations
@@ -223,6 +226,7 @@ class _Bot:
             # running the turn a second time.
             self.seen.add(record["id"])
             self.queue.accept(record)
+        self.turns.watch_orphans(self.queue.accept)  # several instances: take over a stopped one's
 
     def _ask_identity_again(self) -> None:
         """No username yet (getMe failed at start): ask again, at most once a minute."""
