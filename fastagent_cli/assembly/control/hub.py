@@ -9,12 +9,13 @@ keeps the run actions and reads and refuses durable writes (update, fork, delete
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from fastagent_cli.assembly.control.views import listing, published_entries, session_usage
 from fastagent_cli.assembly.control.writes import delete_session, fork_session, update_session
+from fastagent_cli.assembly.remote_actions import Action, RemoteActions
+from fastagent_cli.assembly.shared_hub import RemoteRun, SharedEventHub
 from fastagent_cli.contract import Prompt
 from fastagent_cli.control import (
     INVALID_COMMAND,
@@ -70,6 +71,9 @@ class LocalSession:
         status = engine.runs.status(self._id)
         pending = run.pending() if run is not None else PendingPrompts()
         run_id = run.run_id if run is not None else None
+        elsewhere = self._hub.remote_run(self._id) if status == "idle" else None
+        if elsewhere is not None:  # another instance runs it (a shared database)
+            status, run_id, pending = "running", elsewhere.run_id, elsewhere.pending
         try:
             record = await engine.store.read(self._id)
         except FastagentError as exc:  # observation is total: the fault surfaces where codes exist
@@ -106,15 +110,18 @@ class LocalSession:
     async def steer(self, prompt: Prompt) -> ActionResult:
         if not prompt.text.strip():
             return rejected(INVALID_COMMAND, "a steer needs text")
-        return self._engine.runs.enqueue(self._id, "steer", prompt)
+        relayed = await self._hub.relay(self._id, "steer", prompt)
+        return relayed or self._engine.runs.enqueue(self._id, "steer", prompt)
 
     async def follow_up(self, prompt: Prompt) -> ActionResult:
         if not prompt.text.strip():
             return rejected(INVALID_COMMAND, "a follow-up needs text")
-        return self._engine.runs.enqueue(self._id, "follow_up", prompt)
+        relayed = await self._hub.relay(self._id, "follow_up", prompt)
+        return relayed or self._engine.runs.enqueue(self._id, "follow_up", prompt)
 
     async def abort(self) -> ActionResult:
-        return self._engine.runs.abort(self._id)
+        relayed = await self._hub.relay(self._id, "abort")
+        return relayed or self._engine.runs.abort(self._id)
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -143,7 +150,7 @@ class LocalSessions:
 
     async def list(self) -> Sequence[SessionListing]:
         try:
-            summaries = await asyncio.to_thread(self._hub.engine.store.list_sessions, None)
+            summaries = await self._hub.engine.store.listing(None)
         except SessionError as exc:
             log.error("[control] the session list cannot be read: %s", exc.message)
             raise SessionsUnavailable(exc.message) from exc
@@ -169,6 +176,20 @@ class LocalSessionControl:
         self.writes = writes
         self._commands = commands
         self._sessions = LocalSessions(self)
+        hub = engine.hub
+        self._remote = RemoteActions(hub, engine.runs) if isinstance(hub, SharedEventHub) else None
+
+    def remote_run(self, session: str) -> RemoteRun | None:
+        """The run of ``session`` on another instance (a shared database), if any."""
+        hub = self.engine.hub
+        return hub.remote_run(session) if isinstance(hub, SharedEventHub) else None
+
+    async def relay(self, session: str, kind: Action, prompt: Prompt | None = None) -> ActionResult | None:
+        """A run action for a run another instance drives, answered there; ``None`` when this
+        instance has the session's run (or nobody does): answer it here."""
+        if self._remote is None or self.engine.runs.status(session) != "idle":
+            return None
+        return await self._remote.request(session, kind, prompt)
 
     @property
     def sessions(self) -> LocalSessions:
