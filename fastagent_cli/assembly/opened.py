@@ -1,11 +1,13 @@
 """Opening a read directory: the engine built from its ports, handed to hosts as ports.
 
 :func:`open_agent` raises what is fatal on the surface (no usable model, a config ``tools`` ref
-that cannot be imported, a definition that cannot be read), then wires the engine: a file session
-store under the state root, the model resolver, the definition's per-turn prompt and the live tool
-set (MCP servers start on the first turn). Hosts get an :class:`OpenedAgent`: the contract's
-``Agent``, the :class:`~fastagent_cli.assembly.sessions.SessionPort`, and what the directory
-reports; never the engine or the store.
+that cannot be imported, a definition that cannot be read), then wires the engine: the session
+store and event hub of the agent's state backend (files under the state root, or the shared
+database: :mod:`fastagent_cli.assembly.backend`), the model resolver, the definition's per-turn
+prompt and the live tool set (MCP servers start on the first turn). Hosts get an
+:class:`OpenedAgent`: the contract's ``Agent``, the
+:class:`~fastagent_cli.assembly.sessions.SessionPort`, and what the directory reports; never the
+engine or the store.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fastagent_cli.assembly.backend import StateBackend
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
 from fastagent_cli.assembly.sessions import SessionPort
@@ -41,7 +44,7 @@ from fastagent_cli.models.credentials import CredentialSource
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.claude_code import ClaudeCodeMirror, MirroredStore
-from fastagent_cli.sessions.store import FileSessionStore, SessionStore
+from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import Tool
 
 WATCH_STATE_NAME = "watch-state.json"
@@ -53,9 +56,16 @@ class OpenedAgent:
     """An opened directory agent: the agent, its session port, and what it was assembled from."""
 
     def __init__(
-        self, engine: EngineAgent, surface: AgentSurface, sessions: SessionPort, resolver: ModelResolver
+        self,
+        engine: EngineAgent,
+        surface: AgentSurface,
+        sessions: SessionPort,
+        resolver: ModelResolver,
+        backend: StateBackend | None = None,
     ) -> None:
         self._engine = engine
+        self.backend = backend or surface.backend
+        """Where this agent's state lives (files, or the database several instances share)."""
         self._resolver = resolver
         self._control: LocalSessionControl | None = None
         self._control_writes = surface.config.session_control
@@ -221,9 +231,17 @@ class OpenedAgent:
             return f"cannot resolve: {exc.message}"
         return describe_credential(model, credential)
 
+    async def connect(self) -> None:
+        """Connect the state database and apply its migrations (nothing to do on files): what a
+        serving command does before it listens. DatabaseError when it cannot be reached."""
+        await self.backend.connect()
+
     async def aclose(self) -> None:
-        """Close the model clients and stop the MCP servers."""
-        await self._engine.aclose()
+        """Close the model clients, stop the MCP servers, close the database connections."""
+        try:
+            await self._engine.aclose()
+        finally:
+            await self.backend.aclose()
 
 
 def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgent:
@@ -242,7 +260,8 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         agent_dir=surface.agent_dir,
         credentials=renewing_credentials(surface.auth_path, surface.global_auth_path),
     )
-    store: SessionStore = FileSessionStore(surface.sessions_dir, surface.workspace)
+    backend = surface.backend
+    store: SessionStore = backend.session_store(surface.sessions_dir, surface.workspace)
     if config.claude_code_sessions:
         mirror = ClaudeCodeMirror(str(surface.workspace), scope=str(surface.sessions_dir))
         store = MirroredStore(store, [mirror])
@@ -250,6 +269,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         EngineConfig(
             models=resolver,
             sessions=store,
+            hub=backend.event_hub(),
             system_prompt=surface.prompt,
             tools=surface.live,
             cwd=str(surface.workspace),
@@ -265,7 +285,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         )
     )
     sessions = SessionPort(store, resolver, surface.thinking_level, engine.compact)
-    return OpenedAgent(engine, surface, sessions, resolver)
+    return OpenedAgent(engine, surface, sessions, resolver, backend)
 
 
 def open_agent_dir(

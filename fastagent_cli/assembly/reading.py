@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastagent_cli.assembly.backend import StateBackend, select_backend
 from fastagent_cli.auth.paths import (
     AuthTarget,
     global_auth_path,
@@ -186,6 +187,8 @@ class AgentSurface:
         self._toolset: ToolSet | None = None
         self._prompt: DefinitionPrompt | None = None
         self._schedules: ScheduleSet | None = None
+        self._env = env
+        self._backend: StateBackend | None = None
 
     # --- where ----------------------------------------------------------------------------------
 
@@ -204,6 +207,15 @@ class AgentSurface:
     @property
     def state_root(self) -> Path:
         return self.location.state_root
+
+    @property
+    def backend(self) -> StateBackend:
+        """Where the machine state lives: files under the state root, or the shared database
+        (``state_backend = "postgres"`` or ``FASTAGENT_DATABASE_URL``); ConfigError when the
+        database settings are wrong. Nothing is connected yet."""
+        if self._backend is None:
+            self._backend = select_backend(self.config, self.agent_dir, self.state_root, self._env)
+        return self._backend
 
     # --- the model ------------------------------------------------------------------------------
 
@@ -289,7 +301,7 @@ class AgentSurface:
                 strict=False,
             )
             if self._wake_tools and self.config.self_schedule:
-                _mount_wake_tools(toolset, self.state_root)
+                _mount_wake_tools(toolset, self.backend)
             self.live.set_static(toolset.tools)
             self._toolset = toolset
         return self._toolset
@@ -322,6 +334,10 @@ class AgentSurface:
             found.append(self.model_problem)
         if self.toolset.error:
             found.append(ConfigError(self.toolset.error))
+        try:
+            _ = self.backend
+        except ConfigError as exc:
+            found.append(exc)
         return found
 
     def check(self) -> None:
@@ -374,11 +390,10 @@ def inspect_agent_dir(
     return surface
 
 
-def _mount_wake_tools(toolset: ToolSet, state_root: Path) -> None:
+def _mount_wake_tools(toolset: ToolSet, backend: StateBackend) -> None:
     """The one place ``wake`` / ``unwake`` join the tools (the serving path, ``self_schedule``)."""
-    from fastagent_cli.state.claims import open_schedule_claims
     from fastagent_cli.state.clock import system_clock
     from fastagent_cli.tools.wake import with_wake_tools
 
-    toolset.tools, warnings = with_wake_tools(toolset.tools, open_schedule_claims(state_root), system_clock())
+    toolset.tools, warnings = with_wake_tools(toolset.tools, backend.schedule_claims(), system_clock())
     toolset.warnings.extend(warnings)

@@ -9,6 +9,7 @@ a TOML syntax error names the file, line and column::
     tools = ["mypkg.tools:lookup"]     # import refs to Tool objects (or lists of them)
     self_schedule = false
     session_control = false
+    state_backend = "files"            # or "postgres" (FASTAGENT_DATABASE_URL set: postgres)
 
     [http]
     port = 8787
@@ -31,6 +32,11 @@ a TOML syntax error names the file, line and column::
 
     code_mode = false                  # or a [code_mode] table (see tools/code_mode/settings.py)
     claude_code_sessions = false       # also write each session as a Claude Code transcript
+
+    [database]                         # state_backend = "postgres"
+    namespace = "support-bot"          # this agent's rows (default: the agent directory's name)
+    pool_size = 10                     # pooled connections per instance (plus two of its own)
+    url = "postgresql://..."           # FASTAGENT_DATABASE_URL wins (keep passwords in .env)
 
     [mcp_servers.files]
     command = "npx"
@@ -139,6 +145,19 @@ class DeployConfig(_Strict):
         return value
 
 
+class DatabaseConfig(_Strict):
+    url: str | None = None
+    namespace: str | None = None
+    pool_size: int = Field(default=10, ge=1, le=200)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", value):
+            raise ValueError("must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        return value
+
+
 class FastagentConfig(_Strict):
     model: str | None = None
     thinking_level: Literal["off", "minimal", "low", "medium", "high", "xhigh"] = "medium"
@@ -153,6 +172,8 @@ class FastagentConfig(_Strict):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     code_mode: CodeModeSettings | bool = Field(default=False, union_mode="left_to_right")
     claude_code_sessions: bool = False
+    state_backend: Literal["files", "postgres"] | None = None
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
 
     @field_validator("code_mode", mode="before")
     @classmethod

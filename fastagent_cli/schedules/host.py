@@ -143,4 +143,5 @@ async def prepare_schedule_host(opened: OpenedAgent) -> ScheduleHost | None:
         opened.surface.schedules.schedules,
         opened.state_root,
         self_schedule=opened.config.self_schedule,
+        claims=opened.backend.schedule_claims(),
     )

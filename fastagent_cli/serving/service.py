@@ -274,7 +274,10 @@ async def open_agent_service(
     loaded = LoadedChannels()
     try:
         token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
-        ctx = ChannelContext(agent, opened.state_root.resolve(), opened.control)
+        await opened.connect()  # the state database: unreachable fails startup with one line
+        shared = opened.backend.kind == "postgres"
+        channel_state = opened.backend.channel_state if shared else None
+        ctx = ChannelContext(agent, opened.state_root.resolve(), opened.control, channel_state)
         loaded = load_channels(opened.agent_dir, ctx)
         loaded.raise_if_invalid()
         schedules = await scheduler(opened) if scheduler is not None else None

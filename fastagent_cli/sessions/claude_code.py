@@ -216,8 +216,8 @@ class MirroredStore:
     async def read(self, session: str) -> SessionRecord | None:
         return await self.inner.read(session)
 
-    def try_lease(self, session: str) -> Release | None:
-        return self.inner.try_lease(session)
+    async def lease(self, session: str) -> Release | None:
+        return await self.inner.lease(session)
 
     def location(self, session: str) -> Path | None:
         return self.inner.location(session)
@@ -225,14 +225,17 @@ class MirroredStore:
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
         return self.inner.list_sessions(limit)
 
+    async def listing(self, limit: int | None = 30) -> list[SessionSummary]:
+        return await self.inner.listing(limit)
+
     async def fork(self, source: SessionRecord, at: str, into: str) -> bool:
         return await self.inner.fork(source, at, into)
 
     async def delete(self, session: str) -> bool:
         return await self.inner.delete(session)
 
-    def dump(self, session: str) -> bytes | None:
-        return self.inner.dump(session)
+    async def export(self, session: str) -> bytes | None:
+        return await self.inner.export(session)
 
     async def import_record(self, session: str, header: dict[str, Any], body: bytes) -> Path | None:
         return await self.inner.import_record(session, header, body)
