@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fastagent_cli.cli.completion_cmd:completion",
         "Print the shell completion script (bash, zsh, fish).",
     ),
+    "db": (
+        "fastagent_cli.cli.db_cmd:db",
+        "The shared state database: status, migrate, import file sessions.",
+    ),
     "deploy": (
         "fastagent_cli.cli.deploy_cmd:deploy",
         "Generate (and with --run, drive) a Docker, Fly.io or Railway deploy.",
