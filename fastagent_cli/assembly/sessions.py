@@ -34,7 +34,7 @@ from fastagent_cli.models.registry import parse_spec
 from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.sessions.store import SessionStore, release_lease
 
 __all__ = ["SessionPort", "SessionSettings", "SessionSummary", "SessionView"]
 
@@ -222,4 +222,4 @@ class SessionPort:
                 raise SessionError(f"no session {session!r}")
             yield record
         finally:
-            release()
+            await release_lease(release)

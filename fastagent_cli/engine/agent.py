@@ -60,7 +60,7 @@ from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
 from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.sessions.store import SessionStore, release_lease
 from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
@@ -200,7 +200,7 @@ class EngineAgent:
                     await asyncio.wait({work}, timeout=_CANCEL_GRACE_S)
             # The run is over: free the session before anyone hears so, so a watcher that acts on
             # run_settled (or a caller that stops reading at the terminal) finds it free.
-            release()
+            await release_lease(release)
             self.runs.end(run)
             self.hub.publish(session, (settled or _ABORTED).event(run))
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)

@@ -38,7 +38,7 @@ from fastagent_cli.engine.runs import RunRegistry
 from fastagent_cli.engine.settings import SessionSettings
 from fastagent_cli.errors import FastagentError, one_line
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import Release, SessionStore
+from fastagent_cli.sessions.store import Release, SessionStore, release_lease
 
 __all__ = ["BUSY_MESSAGE", "Engine", "no_such_session", "session_exists", "start_compaction", "state_changed"]
 
@@ -136,7 +136,7 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
         return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
     finally:
         if not handed_off:
-            release()
+            await release_lease(release)
 
 
 async def _compact(
@@ -184,7 +184,7 @@ async def _compact(
         outcome = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         agent.runs.compacted(session)
-        release()
+        await release_lease(release)
     if changed is not None:
         agent.hub.publish(session, changed)
     agent.hub.publish(session, SessionEvent("compaction_finished", outcome))

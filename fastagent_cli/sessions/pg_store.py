@@ -100,10 +100,11 @@ class PgSessionStore:
             return None
         lease.epoch = epoch
 
-        def release() -> None:
+        def release() -> asyncio.Future[None] | None:
             if self._held.get(session) is lease:
                 del self._held[session]
-                self.db.link.unlock(lease.key, epoch)
+                return self.db.link.unlock(lease.key, epoch)
+            return None
 
         return release
 

@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,11 +60,26 @@ __all__ = [
     "Release",
     "SessionStore",
     "fork_entries",
+    "release_lease",
     "fork_header",
     "same_fork",
 ]
 
-Release = Callable[[], None]
+Release = Callable[[], Awaitable[None] | None]
+"""Frees a session's lease. A store that releases later (the database's: on its connection, after
+the writes the lease covered) returns what to await until others can take it."""
+RELEASE_WAIT_S = 5.0
+
+
+async def release_lease(release: Release) -> None:
+    """Free the lease and wait (boundedly) until another instance can take it, so whoever hears
+    that a run is over finds the session free wherever it asks."""
+    pending = release()
+    if pending is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(pending), RELEASE_WAIT_S)
+
+
 FORK_KEY = "fastagentFork"
 """The header key naming a forked record's origin: ``{"session": <from>, "entryId": <at>}``."""
 
@@ -256,7 +271,7 @@ class MemorySessionStore:
     async def lease(self, session: str) -> Release | None:
         return self.try_lease(session)
 
-    def try_lease(self, session: str) -> Release | None:
+    def try_lease(self, session: str) -> Callable[[], None] | None:
         if session in self._leased:
             return None
         self._leased.add(session)
@@ -446,7 +461,7 @@ class FileSessionStore:
     async def lease(self, session: str) -> Release | None:
         return self.try_lease(session)
 
-    def try_lease(self, session: str) -> Release | None:
+    def try_lease(self, session: str) -> Callable[[], None] | None:
         lock = FileLock(self._lock_path(session))
         try:
             taken = lock.try_acquire()

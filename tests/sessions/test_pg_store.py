@@ -12,7 +12,7 @@ import pytest
 
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.pg_store import PgSessionStore
-from fastagent_cli.sessions.store import FORK_KEY, ForkConflict
+from fastagent_cli.sessions.store import FORK_KEY, ForkConflict, release_lease
 from fastagent_cli.state.pg import Database, DatabaseSettings
 
 Opener = Callable[[], "asyncio.Future[PgSessionStore]"]
@@ -50,7 +50,7 @@ async def turn(store: PgSessionStore, session: str, prompt: str, reply: str) -> 
         record.append_message(assistant(reply))  # type: ignore[arg-type]
         await record.flush()
     finally:
-        release()
+        await release_lease(release)
 
 
 def texts(record: object) -> list[str]:
@@ -84,15 +84,12 @@ async def test_the_lease_is_one_per_session_across_instances(stores: Opener) -> 
     assert await b.lease("s") is None  # another instance
     other = await b.lease("t")
     assert other is not None
-    release()
-    for _ in range(100):  # the release travels on a's link, after its writes
-        taken = await b.lease("s")
-        if taken is not None:
-            break
-        await asyncio.sleep(0.02)
+    await release_lease(release)  # travels on a's link after its writes; awaited, it is done
+    taken = await b.lease("s")
     assert taken is not None
-    taken()
-    other()
+    await release_lease(taken)
+    await release_lease(other)
+    assert await a.lease("s") is not None
 
 
 async def test_the_listing_reads_summaries_newest_first(stores: Opener) -> None:

@@ -32,7 +32,7 @@ from fastagent_cli.errors import FastagentError, ModelError, one_line
 from fastagent_cli.messages import THINKING_LEVELS
 from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.sessions.record import SessionRecord, is_position
-from fastagent_cli.sessions.store import ForkConflict
+from fastagent_cli.sessions.store import ForkConflict, release_lease
 
 __all__ = ["delete_session", "fork_session", "update_session"]
 
@@ -144,7 +144,7 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
         engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
         return accepted()
     finally:
-        release()
+        await release_lease(release)
 
 
 async def _flushed(record: SessionRecord, landed: list[str]) -> None:
@@ -197,7 +197,7 @@ async def delete_session(engine: EngineAgent, session: str) -> ActionResult:
     except FastagentError as exc:
         return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
     finally:
-        release()
+        await release_lease(release)
     if not existed:
         return no_such_session(session)
     engine.hub.end_session(session, "deleted")

@@ -132,11 +132,15 @@ class Link:
         self._push(item)
         return await item.done
 
-    def unlock(self, key: int, epoch: int) -> None:
-        """Release a lock taken in ``epoch`` after what was queued before (nothing to do when that
-        connection is gone: the lock went with it)."""
+    def unlock(self, key: int, epoch: int) -> asyncio.Future[None]:
+        """Release a lock taken in ``epoch`` after what was queued before; the future settles once
+        others can take it (at once when that connection is gone: the lock went with it)."""
+        item = Unlock(key)
         if self.holds(epoch):
-            self._push(Unlock(key))
+            self._push(item)
+        else:
+            item.done.set_result(None)
+        return item.done
 
     def write(self, item: EntryWrite) -> None:
         """Queue entry lines; ``item.done`` settles once they are committed (or refused)."""
@@ -197,7 +201,9 @@ class Link:
                     log.exception("[database] the link's worker failed")
                 self._lost(exc)
                 for pending in (*locks, *writes):
-                    if isinstance(pending, EntryWrite | _Lock) and not pending.done.done():
+                    if isinstance(pending, Unlock) and not pending.done.done():
+                        pending.done.set_result(None)  # the lock went with the connection
+                    elif isinstance(pending, EntryWrite | _Lock) and not pending.done.done():
                         pending.done.set_exception(self._gone())
 
     async def _lock(self, conn: asyncpg.Connection, locks: list[_Lock]) -> None:
@@ -239,7 +245,9 @@ class Link:
     def _fail_queued(self, error: DatabaseError) -> None:
         while self._queue:
             item = self._queue.popleft()
-            if isinstance(item, EntryWrite | _Lock) and not item.done.done():
+            if isinstance(item, Unlock) and not item.done.done():
+                item.done.set_result(None)
+            elif isinstance(item, EntryWrite | _Lock) and not item.done.done():
                 item.done.set_exception(error)
 
     async def _reconnect(self) -> None:

@@ -58,6 +58,8 @@ class Notify:
 @dataclass(slots=True)
 class Unlock:
     key: int
+    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    """Settles once the lock is free for others (released, or gone with its connection)."""
 
 
 @dataclass(slots=True)
@@ -162,6 +164,7 @@ class Batch:
                 if is_connection_loss(exc):
                     raise
                 log.error("[database] announcements and releases were refused: %s", reason(exc))
+            _settle([item for item in rest if isinstance(item, Unlock)])
 
 
 def _add_write(args: _Args, write: EntryWrite) -> None:
@@ -203,5 +206,5 @@ def _pack(instance: str, notes: Sequence[Notify]) -> list[tuple[str, str]]:
 
 def _settle(items: Sequence[EntryWrite | Notify | Unlock]) -> None:
     for item in items:
-        if isinstance(item, EntryWrite) and not item.done.done():
+        if isinstance(item, EntryWrite | Unlock) and not item.done.done():
             item.done.set_result(None)
