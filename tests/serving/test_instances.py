@@ -54,6 +54,21 @@ def shared_agent(make_agent: AgentFactory, database_url: str, tmp_path: Path) ->
     return instance
 
 
+async def session_state(port: int, session: str, status: str, within: float = 30) -> dict[str, Any]:
+    """The control plane's ``state()`` of ``session`` on the instance at ``port``, once it reads
+    ``status``."""
+    url = f"http://127.0.0.1:{port}/control/sessions/{session}"
+    deadline = time.monotonic() + within
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+        while True:
+            async with http.get(url, headers={"Authorization": f"Bearer {TOKEN}"}) as resp:
+                state: dict[str, Any] = await resp.json()
+            if state.get("status") == status:
+                return state
+            assert time.monotonic() < deadline, state
+            await asyncio.sleep(0.1)
+
+
 @pytest.mark.timeout(120)
 async def test_one_session_hit_on_two_instances_gets_exactly_one_session_busy(
     shared_agent: Callable[..., Any], database_url: str
@@ -85,13 +100,9 @@ async def test_kill_9_of_the_lease_holder_frees_the_session_within_seconds(
     async with shared_agent("a") as a, shared_agent("b") as b:
         pa, pb = await a.port(), await b.port()
         stuck = asyncio.create_task(invoke(pa, "held", "forever"))
-        deadline = time.monotonic() + 30
-        while True:  # wait until a's turn holds the lease
-            events = await invoke(pb, "held", "hi")
-            if isinstance(events[-1], Failed) and events[-1].code == "session_busy":
-                break
-            assert time.monotonic() < deadline, "a's turn never took the lease"
-            await asyncio.sleep(0.1)
+        await session_state(pb, "held", "running")  # a's turn holds the lease (b hears of its run)
+        events = await invoke(pb, "held", "hi")
+        assert isinstance(events[-1], Failed) and events[-1].code == "session_busy", events
         a.send(signal.SIGKILL)
         killed = time.monotonic()
         with contextlib.suppress(aiohttp.ClientError, AssertionError):
@@ -214,17 +225,10 @@ async def test_state_and_abort_on_one_instance_reach_a_run_on_another(
         pa, pb = await a.port(), await b.port()
         headers = {"Authorization": f"Bearer {TOKEN}"}
         running = asyncio.create_task(invoke(pa, "r", "forever"))
+        state = await session_state(pb, "r", "running")  # b learns of a's run from relayed events
+        run_id = state["activeRunId"]
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
             base = f"http://127.0.0.1:{pb}/control/sessions/r"
-            deadline = time.monotonic() + 30
-            while True:  # b learns of a's run from its relayed events
-                async with http.get(base, headers=headers) as resp:
-                    state = await resp.json()
-                if state.get("status") == "running":
-                    break
-                assert time.monotonic() < deadline, state
-                await asyncio.sleep(0.1)
-            run_id = state["activeRunId"]
             async with http.post(f"{base}/actions", json={"type": "abort"}, headers=headers) as resp:
                 assert (resp.status, await resp.json()) == (200, {"ok": True, "runId": run_id})
         events = await asyncio.wait_for(running, 30)
