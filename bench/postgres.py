@@ -248,9 +248,7 @@ async def main() -> None:
             print(f"  postgres  {await list_latency(list_pg, list_env)}")
             print(f"  postgres  {await store_listing(list_pg, list_env)}")
             list_files = make_agent(root / "list-files", model_port, "files")
-            # one at a time: creating file records concurrently in one store can fail on main
-            # ("vanished while it was being opened"), which this bench is not about
-            await seed(list_files, {}, args.stored, 1)
+            await seed(list_files, {}, args.stored, 20)
             print(f"  files     {await list_latency(list_files, {})}")
             print(f"  files     {await store_listing(list_files, {})}")
     finally:

@@ -53,6 +53,9 @@ class RecordIndex:
         self._trusted = False
         self._generation: int | None = None
         self._lock = threading.Lock()
+        self._listing = threading.Lock()
+        """Held while a listing is taken and installed: a record :meth:`published` meanwhile is
+        added after it, never lost under a listing taken before its link."""
 
     def find(self, session: str, generation: int | None = None) -> Path | None:
         """The record file of ``session``, or ``None``. ``generation``: the creation counter, read
@@ -74,6 +77,10 @@ class RecordIndex:
 
     def refresh(self, generation: int | None = None) -> None:
         """List the directory again if it may have changed."""
+        with self._listing:
+            self._refresh(generation)
+
+    def _refresh(self, generation: int | None) -> None:
         try:
             st = os.stat(self.directory)
         except FileNotFoundError:
@@ -110,7 +117,7 @@ class RecordIndex:
         """Record a file this process just created under the creation lock (``generation``: the
         counter after it): the map stays complete without a listing."""
         st = os.stat(self.directory)
-        with self._lock:
+        with self._listing, self._lock:
             names = self._files.setdefault(record_key(session), [])
             if path.name not in names:
                 names.append(path.name)

@@ -4,6 +4,7 @@ still sees what other processes did."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,38 @@ async def test_a_creation_elsewhere_in_the_same_mtime_tick_is_not_duplicated(tmp
     os.utime(directory, ns=(tick.st_atime_ns, tick.st_mtime_ns))  # a coarse clock: still the same tick
     again = await mine.open_or_create("b")  # the creation counter moved: my map is stale
     assert again.header == created.header and len(list(directory.glob("*_b.jsonl"))) == 1
+
+
+def test_a_record_published_during_a_listing_is_not_lost_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Creators publish from worker threads while a reader lists: a listing taken before the new
+    # record's link must not replace the map after the record was added (and a later publish must
+    # not then mark that incomplete map trusted). Seen as "vanished while it was being opened"
+    # when many sessions start at once.
+    touch(tmp_path, "a")
+    age(tmp_path, 10)
+    index = RecordIndex(tmp_path)
+    real = os.listdir
+    publisher: list[threading.Thread] = []
+
+    def racing(path: Any) -> Any:
+        names = real(path)  # the listing, taken before "x" exists
+        if not publisher:
+
+            def publish() -> None:
+                index.published("x", touch(tmp_path, "x"), 1)
+
+            publisher.append(threading.Thread(target=publish))
+            publisher[0].start()
+            publisher[0].join(0.5)  # unfixed, it adds "x" now, under the stale listing
+        return names
+
+    monkeypatch.setattr(index_module.os, "listdir", racing)
+    assert index.find("ghost") is None  # a miss: lists, while "x" is published
+    publisher[0].join()
+    monkeypatch.setattr(index_module.os, "listdir", real)
+    later = touch(tmp_path, "y")
+    index.published("y", later, 2)  # another creation marks the map complete again
+    assert index.find("x") == tmp_path / record_name("2026-03-15T10:00:00.000Z", "x")
+    assert index.find("y") == later
