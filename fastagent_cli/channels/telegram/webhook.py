@@ -10,37 +10,14 @@ without the secrets).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 
-import httpx
-
+from fastagent_cli.channels.kit.health import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, wait_for_health
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
 
 __all__ = ["HEALTH_INTERVAL_S", "HEALTH_TIMEOUT_S", "register_telegram_webhook", "wait_for_health"]
 
 log = logging.getLogger("fastagent.channel")
-
-HEALTH_TIMEOUT_S = 120.0
-HEALTH_INTERVAL_S = 3.0
-_PROBE_TIMEOUT_S = 5.0
-
-
-async def wait_for_health(url: str, timeout_s: float, interval_s: float) -> bool:
-    """Poll ``url`` until it answers 200 (``False`` when ``timeout_s`` passes first). Refused
-    connections, DNS not settled yet and non-200 answers all mean "not yet"."""
-    deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient(timeout=_PROBE_TIMEOUT_S) as client:
-        while True:
-            try:
-                if (await client.get(url)).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() + interval_s > deadline:
-                return False
-            await asyncio.sleep(interval_s)
 
 
 def _manual(webhook: str) -> str:

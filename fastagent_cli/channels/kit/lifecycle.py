@@ -1,0 +1,88 @@
+"""The lifecycle of one durable channel turn, shared by the Slack and Feishu/Lark runners.
+
+A turn is a persisted intent (:class:`~fastagent_cli.channels.kit.turn_store.TurnStore`). Run, in
+its session's FIFO order:
+
+1. the start is counted: a turn started :data:`~fastagent_cli.channels.kit.turn_store.
+   MAX_TURN_ATTEMPTS` times without finishing is dropped (``on_exceeded`` tells the asker to ask
+   again); when the count cannot be persisted the turn waits for the next start (``on_defer``);
+2. ``execute()`` runs and delivers it: a :class:`TurnFailed` (the user was told) or any other error
+   is logged as ``turn failed``; a :class:`TurnStopped` (a stop command) as ``turn stopped``;
+3. the intent is removed in every case but one: an *interrupted* run (the process stopping
+   mid-turn) keeps it, so the next start replays it.
+
+Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms)``, ``turn failed …``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.errors import one_line
+
+__all__ = ["TurnFailed", "TurnStopped", "run_durable_turn"]
+
+log = logging.getLogger("fastagent.channel")
+
+
+class TurnFailed(Exception):
+    """The turn ended ``failed`` (the user has been told; the message carries the details)."""
+
+
+class TurnStopped(Exception):
+    """The turn was aborted by a stop command."""
+
+
+async def run_durable_turn(
+    turns: TurnStore,
+    record: TurnRecord,
+    *,
+    label: str,
+    where: str,
+    execute: Callable[[], Awaitable[None]],
+    on_exceeded: Callable[[], Awaitable[None]],
+    on_defer: Callable[[], Awaitable[None]],
+) -> None:
+    turn_id, session = record["id"], record["session"]
+    decision = await turns.start_attempt(turn_id)
+    if decision == "exceeded":
+        await on_exceeded()
+        return
+    if decision == "defer":
+        await on_defer()
+        return
+    log.info("%s turn start: turn=%s session=%s %s", label, turn_id, session, where)
+    started = time.monotonic()
+    interrupted = False
+    try:
+        await execute()
+        log.info("%s turn done: turn=%s session=%s (%dms)", label, turn_id, session, _ms(started))
+    except asyncio.CancelledError:
+        interrupted = True
+        log.warning(
+            "%s turn interrupted: turn=%s session=%s (it replays on the next start)", label, turn_id, session
+        )
+        raise
+    except TurnStopped:
+        log.info("%s turn stopped: turn=%s session=%s (%dms)", label, turn_id, session, _ms(started))
+    except TurnFailed as exc:
+        log.error("%s turn failed: turn=%s session=%s (%dms): %s", label, turn_id, session, _ms(started), exc)
+    except Exception as exc:
+        log.exception(
+            "%s turn failed: turn=%s session=%s: %s",
+            label,
+            turn_id,
+            session,
+            one_line(f"{type(exc).__name__}: {exc}", 500),
+        )
+    finally:
+        if not interrupted:
+            await turns.remove(turn_id)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

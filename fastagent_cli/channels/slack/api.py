@@ -1,0 +1,432 @@
+"""The Slack Web API client the channel and ``slack_send`` share (features N9-N11, N14).
+
+Every call goes through :meth:`SlackApi.call`: a bearer token from the channel's token provider
+(rotated when due), :data:`API_TIMEOUT_S` end to end, and a rate-limited answer (HTTP ``429`` or
+``error: ratelimited``) retried up to :data:`RETRIES` times after Slack's ``Retry-After`` when that
+is at most :data:`MAX_RETRY_AFTER_S`. Nothing else is retried: a message whose answer was lost may
+have been posted. Success is the body's own ``ok: true``; every failure is a :class:`SlackApiError`
+naming the method and Slack's ``error`` code (and the scope it ``needed``).
+
+Output is standard Markdown (``markdown_text``), at most :data:`MAX_MARKDOWN` characters a call
+(Slack takes 12 000): :func:`chunk_markdown` splits longer text at paragraph or line boundaries and
+keeps code fences balanced across parts. Link unfurls are off. Private files download with the bot
+token, from HTTPS Slack hosts only (``slack.com``, ``slack-files.com``, ``slack-edge.com`` and
+their subdomains, or the configured API origin), following at most :data:`MAX_REDIRECTS`
+redirects, capped at :data:`MAX_DOWNLOAD_BYTES` and :data:`DOWNLOAD_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from fastagent_cli.errors import one_line
+
+__all__ = [
+    "API_BASE_ENV",
+    "DEFAULT_API_BASE",
+    "MAX_DOWNLOAD_BYTES",
+    "MAX_MARKDOWN",
+    "SlackApi",
+    "SlackApiError",
+    "SlackTarget",
+    "chunk_markdown",
+    "chunk_text",
+    "resolve_api_base",
+    "sanitize_markdown",
+]
+
+log = logging.getLogger("fastagent.channel")
+
+DEFAULT_API_BASE = "https://slack.com/api"
+API_BASE_ENV = "SLACK_API_BASE_URL"
+API_TIMEOUT_S = 30.0
+DOWNLOAD_TIMEOUT_S = 120.0
+RETRIES = 3
+MAX_RETRY_AFTER_S = 30.0
+MAX_REDIRECTS = 3
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+MAX_MARKDOWN = 10_000
+_NATIVE_UNAVAILABLE = {
+    "channel_type_not_supported",
+    "messages_tab_disabled",
+    "method_deprecated",
+    "missing_scope",
+    "no_permission",
+    "not_allowed_token_type",
+    "unknown_method",
+}
+_SLACK_HOSTS = ("slack.com", "slack-files.com", "slack-edge.com")
+_CONTROL = re.compile(r"<[@!][^<>]*>")
+
+TokenSource = Callable[[], Awaitable[str]]
+
+
+def resolve_api_base(explicit: str | None = None) -> str:
+    return (explicit or os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE).rstrip("/")
+
+
+class SlackApiError(Exception):
+    """A failed Web API call. ``status`` 0: no HTTP answer (network, timeout); ``error``: Slack's code."""
+
+    def __init__(self, method: str, status: int, description: str, error: str | None = None) -> None:
+        self.method = method
+        self.status = status
+        self.error = error
+        super().__init__(
+            f"slack {method}: {description}"
+            if status == 0
+            else f"slack {method} failed: {status} {description}"
+        )
+
+    @property
+    def native_unavailable(self) -> bool:
+        """A definitive "this app cannot stream here" (safe to fall back to a plain reply)."""
+        return self.error in _NATIVE_UNAVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class SlackTarget:
+    """Where a reply goes. Native streams in a channel (not a DM) name the recipient user and team."""
+
+    channel_id: str
+    thread_ts: str | None = None
+    recipient_user_id: str | None = None
+    recipient_team_id: str | None = None
+
+    @property
+    def is_dm(self) -> bool:
+        return self.channel_id.startswith("D")
+
+
+def sanitize_markdown(text: str) -> str:
+    """Neutralise Slack's notification controls (``<!channel>``, ``<@U1>``...): the model's answer
+    never pings anyone; deliberate mentions belong to ``slack_send``."""
+    return _CONTROL.sub(lambda m: "&lt;" + m.group(0)[1:], text)
+
+
+def chunk_text(text: str, limit: int = MAX_MARKDOWN) -> list[str]:
+    """Parts of at most ``limit`` code points, cut at a paragraph, else a line, else anywhere."""
+    if len(text) <= limit:
+        return [text]
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = window.rfind("\n\n")
+        cut = cut + 2 if cut > 0 else window.rfind("\n") + 1
+        if cut <= 0:
+            cut = limit
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
+
+
+def chunk_markdown(markdown: str, limit: int = MAX_MARKDOWN) -> list[str]:
+    """Markdown parts of at most ``limit`` code points; a code fence open at a cut is closed there
+    and reopened (same info string) at the start of the next part."""
+    if len(markdown) <= limit:
+        return [markdown]
+    out: list[str] = []
+    fence: tuple[str, str] | None = None
+    for raw in chunk_text(markdown, limit - 140):
+        entering = fence
+        for line in raw.split("\n"):
+            found = _FENCE.match(line)
+            if not found or len(found.group(1)) > 64:
+                continue
+            marker = found.group(1)
+            if fence is None:
+                fence = (marker, marker + found.group(2)[:64])
+            elif marker[0] == fence[0][0] and len(marker) >= len(fence[0]):
+                fence = None
+        prefix = f"{entering[1]}\n" if entering else ""
+        suffix = f"\n{fence[0]}" if fence else ""
+        out.append(prefix + raw + suffix)
+    return out
+
+
+class SlackApi:
+    def __init__(
+        self,
+        token: str | TokenSource,
+        api_base_url: str | None = None,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._token: TokenSource = _constant(token) if isinstance(token, str) else token
+        self.base = resolve_api_base(api_base_url)
+        parts = urlsplit(self.base)
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(API_TIMEOUT_S), follow_redirects=False)
+        self._sleep = sleep
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # --- the pipeline ---------------------------------------------------------------------------
+
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, *, get: bool = False
+    ) -> dict[str, Any]:
+        body = {k: v for k, v in (params or {}).items() if v is not None}
+        url = f"{self.base}/{method}"
+        attempt = 0
+        while True:
+            token = await self._token()
+            headers = {"authorization": f"Bearer {token}"}
+            try:
+                async with asyncio.timeout(API_TIMEOUT_S):
+                    if get:
+                        response = await self._client.get(url, params=body, headers=headers)
+                    else:
+                        response = await self._client.post(url, json=body, headers=headers)
+            except (httpx.TransportError, TimeoutError) as exc:
+                raise SlackApiError(method, 0, _describe(exc)) from None
+            data = _json(response)
+            if response.status_code == 200 and data.get("ok") is True:
+                return data
+            error = str(data.get("error") or "") or None
+            if (response.status_code == 429 or error == "ratelimited") and attempt < RETRIES:
+                wait = _retry_after(response, attempt)
+                if wait <= MAX_RETRY_AFTER_S:
+                    log.warning(
+                        "[slack] %s: rate limited; retrying in %g s (%d/%d)",
+                        method,
+                        wait,
+                        attempt + 1,
+                        RETRIES,
+                    )
+                    await self._sleep(wait)
+                    attempt += 1
+                    continue
+            detail = "; ".join(
+                [
+                    error or "the answer was not the expected Slack JSON",
+                    *([f"needed {data['needed']}"] if data.get("needed") else []),
+                    *[str(m) for m in (data.get("response_metadata") or {}).get("messages") or []],
+                ]
+            )
+            raise SlackApiError(method, response.status_code, one_line(detail, 500), error)
+
+    # --- messages -------------------------------------------------------------------------------
+
+    async def auth_test(self) -> dict[str, Any]:
+        return await self.call("auth.test")
+
+    async def post(self, target: SlackTarget, *, text: str | None = None, markdown: str | None = None) -> str:
+        data = await self.call(
+            "chat.postMessage",
+            {
+                "channel": target.channel_id,
+                "text": text,
+                "markdown_text": markdown,
+                "thread_ts": target.thread_ts,
+                "unfurl_links": False,
+                "unfurl_media": False,
+            },
+        )
+        ts = data.get("ts")
+        if not isinstance(ts, str):
+            raise SlackApiError("chat.postMessage", 200, "the answer carried no ts")
+        return ts
+
+    async def send_markdown(self, target: SlackTarget, markdown: str) -> str | None:
+        """Post ``markdown`` as consecutive messages of at most :data:`MAX_MARKDOWN` characters."""
+        first: str | None = None
+        for part in chunk_markdown(markdown):
+            ts = await self.post(target, markdown=part)
+            first = first or ts
+        return first
+
+    async def update(
+        self, channel: str, ts: str, *, text: str | None = None, markdown: str | None = None
+    ) -> None:
+        try:
+            await self.call(
+                "chat.update", {"channel": channel, "ts": ts, "text": text, "markdown_text": markdown}
+            )
+        except SlackApiError as exc:
+            if exc.error != "message_not_modified":
+                raise
+
+    async def delete(self, channel: str, ts: str) -> None:
+        await self.call("chat.delete", {"channel": channel, "ts": ts})
+
+    # --- native streams -------------------------------------------------------------------------
+
+    async def start_stream(
+        self, target: SlackTarget, *, markdown: str | None = None, chunks: list[dict[str, Any]] | None = None
+    ) -> str:
+        if not target.thread_ts:
+            raise SlackApiError("chat.startStream", 0, "a native stream needs a parent thread")
+        params: dict[str, Any] = {
+            "channel": target.channel_id,
+            "thread_ts": target.thread_ts,
+            "markdown_text": markdown,
+            "chunks": chunks,
+            "task_display_mode": "timeline",
+        }
+        if not target.is_dm:
+            if not target.recipient_user_id or not target.recipient_team_id:
+                raise SlackApiError(
+                    "chat.startStream", 0, "a channel stream needs the recipient user and team"
+                )
+            params["recipient_user_id"] = target.recipient_user_id
+            params["recipient_team_id"] = target.recipient_team_id
+        data = await self.call("chat.startStream", params)
+        ts = data.get("ts")
+        if not isinstance(ts, str):
+            raise SlackApiError("chat.startStream", 200, "the answer carried no ts")
+        return ts
+
+    async def append_stream(
+        self,
+        channel: str,
+        ts: str,
+        *,
+        markdown: str | None = None,
+        chunks: list[dict[str, Any]] | None = None,
+    ) -> None:
+        await self.call(
+            "chat.appendStream", {"channel": channel, "ts": ts, "markdown_text": markdown, "chunks": chunks}
+        )
+
+    async def stop_stream(self, channel: str, ts: str, *, markdown: str | None = None) -> None:
+        await self.call("chat.stopStream", {"channel": channel, "ts": ts, "markdown_text": markdown})
+
+    async def set_status(self, target: SlackTarget, status: str) -> None:
+        if target.thread_ts:
+            await self.call(
+                "assistant.threads.setStatus",
+                {"channel_id": target.channel_id, "thread_ts": target.thread_ts, "status": status},
+            )
+
+    async def set_title(self, target: SlackTarget, title: str) -> None:
+        if target.thread_ts:
+            await self.call(
+                "assistant.threads.setTitle",
+                {"channel_id": target.channel_id, "thread_ts": target.thread_ts, "title": title},
+            )
+
+    async def react(self, channel: str, ts: str, name: str, *, remove: bool = False) -> None:
+        method = "reactions.remove" if remove else "reactions.add"
+        try:
+            await self.call(method, {"channel": channel, "timestamp": ts, "name": name})
+        except SlackApiError as exc:
+            if exc.error not in ("already_reacted", "no_reaction"):
+                raise
+
+    # --- files ----------------------------------------------------------------------------------
+
+    async def file_info(self, file_id: str) -> dict[str, Any]:
+        data = await self.call("files.info", {"file": file_id}, get=True)
+        info = data.get("file")
+        if not isinstance(info, dict) or not info.get("id"):
+            raise SlackApiError("files.info", 200, f"the answer carried no file for {file_id}")
+        return info
+
+    def _trusted(self, url: str) -> str:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        same_origin = f"{parts.scheme}://{parts.netloc}" == self._origin
+        slack = any(host == h or host.endswith("." + h) for h in _SLACK_HOSTS)
+        if not same_origin and not (slack and parts.scheme == "https"):
+            raise SlackApiError(
+                "file download", 0, f"refusing a file URL outside Slack's HTTPS hosts ({host})"
+            )
+        return url
+
+    async def download(self, info: dict[str, Any], max_bytes: int = MAX_DOWNLOAD_BYTES) -> tuple[bytes, str]:
+        """``(bytes, content type)`` of a private file (see the module doc for the guards)."""
+        file_id = info.get("id") or "(unknown)"
+        access = info.get("file_access")
+        if access == "check_file_info":
+            raise SlackApiError("file download", 0, f"file {file_id} is not ready yet")
+        if access == "access_denied":
+            raise SlackApiError("file download", 0, f"file {file_id} is not accessible to the app")
+        url = info.get("url_private_download") or info.get("url_private")
+        if not isinstance(url, str):
+            kind = f"external ({info.get('external_type')})" if info.get("is_external") else info.get("mode")
+            raise SlackApiError("file download", 0, f"file {file_id} has no downloadable bytes ({kind})")
+        if int(info.get("size") or 0) > max_bytes:
+            raise SlackApiError("file download", 0, f"file {file_id} is too large (max {max_bytes >> 20} MB)")
+        current = self._trusted(url)
+        try:
+            async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
+                for _ in range(MAX_REDIRECTS + 1):
+                    token = await self._token()
+                    headers = {"authorization": f"Bearer {token}"}
+                    async with self._client.stream("GET", current, headers=headers) as response:
+                        if response.status_code in (301, 302, 303, 307, 308):
+                            location = response.headers.get("location")
+                            if not location:
+                                raise SlackApiError(
+                                    "file download", response.status_code, "a redirect without Location"
+                                )
+                            current = self._trusted(urljoin(current, location))
+                            continue
+                        if response.status_code != 200:
+                            raise SlackApiError(
+                                "file download", response.status_code, "the file bytes were refused"
+                            )
+                        chunks: list[bytes] = []
+                        received = 0
+                        async for chunk in response.aiter_bytes():
+                            received += len(chunk)
+                            if received > max_bytes:
+                                raise SlackApiError(
+                                    "file download",
+                                    0,
+                                    f"file {file_id} is too large (max {max_bytes >> 20} MB)",
+                                )
+                            chunks.append(chunk)
+                        return b"".join(chunks), response.headers.get("content-type", "")
+                raise SlackApiError("file download", 0, f"more than {MAX_REDIRECTS} redirects")
+        except TimeoutError:
+            raise SlackApiError(
+                "file download", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
+            ) from None
+        except httpx.TransportError as exc:
+            raise SlackApiError("file download", 0, _describe(exc)) from None
+
+
+def _constant(token: str) -> TokenSource:
+    async def current() -> str:
+        return token
+
+    return current
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return f"no answer within {API_TIMEOUT_S:g} s"
+    return one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, 300)
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _retry_after(response: httpx.Response, attempt: int) -> float:
+    try:
+        return max(1.0, float(response.headers.get("retry-after", attempt + 1)))
+    except ValueError:
+        return float(attempt + 1)

@@ -1,0 +1,263 @@
+"""Running the Slack turns the webhook accepted (the lifecycle is :mod:`~fastagent_cli.channels.
+kit.lifecycle`'s): a queued turn gets a ``⏳ Queued`` notice (or, in a DM, a queued Agent status);
+at dequeue the discussion buffered in its place is folded in, its files resolved (``files.info``
+now: only ids were persisted), the triggering message gets 👀, the Agent runs with the busy-wait,
+and the answer is rendered (:mod:`~fastagent_cli.channels.slack.render`). On ``completed`` the
+intent is removed and the fold committed; 👀 becomes ✅.
+
+Files: an image becomes a vision input; any other file is saved as
+``<state root>/channels/slack/files/<channel>/<file id>-<name>`` and listed in the prompt. A file of
+the summoning message that cannot be loaded fails the turn visibly; buffered files degrade one by
+one into a note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
+from fastagent_cli.channels.kit.invoke import (
+    ChannelFailure,
+    ManifestFile,
+    attached_files_manifest,
+    attributed_file_name,
+    missing_attachments_note,
+    stream_turn,
+)
+from fastagent_cli.channels.kit.lifecycle import run_durable_turn
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
+from fastagent_cli.channels.slack.render import render_reply, settle_notice
+from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
+from fastagent_cli.errors import one_line
+from fastagent_cli.state.atomic import FILE_MODE, make_private_dir
+
+__all__ = ["DROPPED_NOTICE", "MARKDOWN_HINT", "QUEUED_NOTICE", "SlackRunner", "is_turn"]
+
+log = logging.getLogger("fastagent.channel")
+
+QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
+DEFERRED_NOTICE = "⏳ Delayed by a temporary system issue — I’ll retry automatically."
+DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
+MARKDOWN_HINT = (
+    "\n\n(Format your reply as standard Markdown. Slack renders it natively. Do not use HTML or Slack "
+    "control-mention syntax such as <!here>, <!channel>, or <!everyone>.)"
+)
+
+
+def is_turn(record: TurnRecord) -> bool:
+    return (
+        isinstance(record.get("seq"), int)
+        and isinstance(record.get("text"), str)
+        and isinstance(record.get("place"), str)
+        and isinstance(record.get("team"), str)
+        and isinstance(record.get("channel"), str)
+        and (record.get("thread") is None or isinstance(record.get("thread"), str))
+        and (record.get("user") is None or isinstance(record.get("user"), str))
+        and (record.get("title") is None or isinstance(record.get("title"), str))
+        and isinstance(record.get("files"), list)
+        and all(isinstance(f, str) for f in record["files"])
+        and (record.get("preview") is None or isinstance(record.get("preview"), str))
+    )
+
+
+def target_of(record: TurnRecord) -> SlackTarget:
+    return SlackTarget(record["channel"], record.get("thread"), record.get("user"), record["team"])
+
+
+def _message_of(record: TurnRecord) -> tuple[str, str] | None:
+    """The triggering message ``(channel, ts)``: the turn id is ``team:channel:ts``."""
+    parts = record["id"].split(":")
+    return (parts[1], parts[2]) if len(parts) == 3 and parts[1] and parts[2] else None
+
+
+class SlackRunner:
+    def __init__(
+        self,
+        agent: Any,
+        api: SlackApi,
+        turns: TurnStore,
+        buffers: ContextBuffer,
+        files: Path,
+        format_error: Callable[[ChannelFailure], str | None],
+        *,
+        rendering: str,
+        disclaimer: str | None,
+        reactions: tuple[str, str] | None,
+        ready: Callable[[], Awaitable[bool]],
+    ) -> None:
+        self.agent = agent
+        self.api = api
+        self.turns = turns
+        self.buffers = buffers
+        self.files = files
+        self.format_error = format_error
+        self.rendering = rendering
+        self.disclaimer = disclaimer
+        self.reactions = reactions
+        self.ready = ready
+        self.notices: dict[str, asyncio.Task[None]] = {}
+
+    def _native_dm(self, record: TurnRecord) -> bool:
+        return self.rendering == "native" and bool(record.get("thread")) and record["channel"].startswith("D")
+
+    def queued(self, record: TurnRecord) -> None:
+        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+
+    async def _notice(self, record: TurnRecord) -> None:
+        try:
+            if self._native_dm(record):
+                await self.api.set_status(target_of(record), "is queued behind an earlier request…")
+                return
+            ts = await self.api.post(target_of(record), text=QUEUED_NOTICE)
+            record["preview"] = ts
+            self.turns.note(record["id"], preview=ts)
+        except SlackApiError as exc:
+            log.warning("[slack] the queue notice failed (the turn still runs): %s", exc)
+
+    async def aclose(self) -> None:
+        for task in self.notices.values():
+            task.cancel()
+        for task in self.notices.values():
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def run(self, record: TurnRecord) -> None:
+        notice = self.notices.pop(record["id"], None)
+        if notice is not None:
+            await notice
+        if not await self.ready():
+            log.error(
+                "[slack] deferring turn %s: Slack authentication failed (fix SLACK_BOT_TOKEN)", record["id"]
+            )
+            return
+        target = target_of(record)
+
+        async def exceeded() -> None:
+            try:
+                await settle_notice(self.api, target, record.get("preview"), DROPPED_NOTICE)
+            except SlackApiError as exc:
+                log.warning("[slack] could not tell the asker a turn was dropped: %s", exc)
+
+        async def defer() -> None:
+            if record.get("preview"):
+                with contextlib.suppress(SlackApiError):
+                    await settle_notice(self.api, target, record["preview"], DEFERRED_NOTICE)
+
+        await run_durable_turn(
+            self.turns,
+            record,
+            label="[slack]",
+            where=f"channel={record['channel']}",
+            execute=lambda: self._execute(record, target),
+            on_exceeded=exceeded,
+            on_defer=defer,
+        )
+
+    async def _execute(self, record: TurnRecord, target: SlackTarget) -> None:
+        fold = self.buffers.peek(record["place"])
+        message = _message_of(record) if self.reactions else None
+        reacted = False
+        if message is not None and self.reactions is not None:
+            try:
+                await self.api.react(*message, self.reactions[0])
+                reacted = True
+            except SlackApiError as exc:
+                log.warning("[slack] could not add the processing reaction (no ack): %s", exc)
+        await render_reply(
+            self._events(record, fold),
+            self.api,
+            target,
+            self.format_error,
+            rendering=self.rendering,
+            preview_ts=record.get("preview"),
+            title=record.get("title"),
+            disclaimer=self.disclaimer,
+        )
+        if reacted and message is not None and self.reactions is not None:
+            with contextlib.suppress(SlackApiError):
+                await self.api.react(*message, self.reactions[0], remove=True)
+                await self.api.react(*message, self.reactions[1])
+
+    async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
+        try:
+            images, suffix = await self._attachments(record, fold)
+        except (SlackApiError, OSError) as exc:
+            yield Failed(f"could not load a Slack attachment: {one_line(str(exc), 300)}", True)
+            return
+        text = record["text"]
+        if fold.text:
+            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
+        prompt = Prompt(text + suffix + MARKDOWN_HINT, tuple(images))
+
+        async def completed() -> None:
+            await self.turns.remove(record["id"])
+            await self.buffers.commit_consumed(record["place"], fold.consumed)
+
+        async for event in stream_turn(
+            self.agent, Scope(record["session"]), prompt, label="[slack]", on_completed=completed
+        ):
+            yield event
+
+    async def _attachments(self, record: TurnRecord, fold: Fold) -> tuple[list[ImageRef], str]:
+        images: list[ImageRef] = []
+        files: list[ManifestFile] = []
+        for file_id in record["files"]:
+            self._resolved(await self._resolve(file_id, record["channel"]), images, files)
+        primary = set(record["files"])
+        buffered: list[tuple[str, str, str]] = []
+        for entry in fold.consumed:
+            for file_id in entry.get("files") or []:
+                if file_id not in primary and all(b[0] != file_id for b in buffered):
+                    buffered.append((file_id, str(entry.get("sender")), str(entry.get("msg"))))
+        skipped = max(0, len(buffered) - BUFFER_ATTACH_MAX)
+        lost = 0
+        for file_id, sender, msg in buffered[-BUFFER_ATTACH_MAX:]:
+            try:
+                resolved = await self._resolve(file_id, record["channel"])
+            except (SlackApiError, OSError) as exc:
+                lost += 1
+                log.warning("[slack] an earlier (buffered) file did not load: %s", exc)
+                continue
+            if isinstance(resolved, ManifestFile):
+                resolved = ManifestFile(
+                    attributed_file_name(resolved.name, sender, msg), resolved.size, resolved.path
+                )
+            self._resolved(resolved, images, files)
+        return images, missing_attachments_note(lost + skipped) + attached_files_manifest(files)
+
+    @staticmethod
+    def _resolved(item: ImageRef | ManifestFile, images: list[ImageRef], files: list[ManifestFile]) -> None:
+        if isinstance(item, ImageRef):
+            images.append(item)
+        else:
+            files.append(item)
+
+    async def _resolve(self, file_id: str, channel: str) -> ImageRef | ManifestFile:
+        info = await self.api.file_info(file_id)
+        data, content_type = await self.api.download(info)
+        mime = str(info.get("mimetype") or content_type.split(";")[0]).strip().lower()
+        if mime.startswith("image/"):
+            return ImageRef(mime, base64.b64encode(data).decode("ascii"))
+        name = str(info.get("name") or info.get("title") or file_id)
+        safe = re.sub(r"[/\\]", "_", os.path.basename(name)).lstrip(".") or "file"
+        path = self.files / channel / f"{file_id}-{safe}"
+
+        def write() -> None:
+            make_private_dir(path.parent)
+            tmp = path.with_name(f".{path.name}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+
+        await asyncio.to_thread(write)
+        return ManifestFile(name, len(data), str(path))
