@@ -25,6 +25,24 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fastagent_cli.channels.github import GithubEvent, Intent, github_channel
     from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
+    from fastagent_cli.channels.feishu import (
+        FeishuRoute,
+        default_feishu_route,
+        feishu_channel,
+        feishu_envelope,
+        feishu_send,
+        feishu_websocket_channel,
+        lark_channel,
+        lark_send,
+        lark_websocket_channel,
+    )
+    from fastagent_cli.channels.slack import (
+        SlackRoute,
+        default_slack_route,
+        slack_channel,
+        slack_envelope,
+        slack_send,
+    )
     from fastagent_cli.channels.telegram import (
         TelegramRoute,
         default_telegram_route,
@@ -35,12 +53,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChannelFailure",
+    "FeishuRoute",
     "GithubEvent",
     "Intent",
+    "SlackRoute",
     "TelegramRoute",
     "default_error_message",
+    "default_feishu_route",
+    "default_slack_route",
     "default_telegram_route",
+    "feishu_channel",
+    "feishu_envelope",
+    "feishu_send",
+    "feishu_websocket_channel",
     "github_channel",
+    "lark_channel",
+    "lark_send",
+    "lark_websocket_channel",
+    "slack_channel",
+    "slack_envelope",
+    "slack_send",
     "telegram_channel",
     "telegram_envelope",
     "telegram_send",
@@ -52,6 +84,23 @@ _HOME = {
     "GithubEvent": "github",
     "Intent": "github",
     "github_channel": "github",
+    **dict.fromkeys(
+        ("SlackRoute", "default_slack_route", "slack_channel", "slack_envelope", "slack_send"), "slack"
+    ),
+    **dict.fromkeys(
+        (
+            "FeishuRoute",
+            "default_feishu_route",
+            "feishu_channel",
+            "feishu_envelope",
+            "feishu_send",
+            "feishu_websocket_channel",
+            "lark_channel",
+            "lark_send",
+            "lark_websocket_channel",
+        ),
+        "feishu",
+    ),
 }
 
 

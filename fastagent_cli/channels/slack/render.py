@@ -172,9 +172,9 @@ class _Native:
                     self.tools[event.id] = task
                     self._chunk(dict(task))
                 elif isinstance(event, ToolEnded):
-                    task = self.tools.get(event.id)
-                    if task is not None:
-                        self._chunk({**task, "status": "error" if event.is_error else "complete"})
+                    started = self.tools.get(event.id)
+                    if started is not None:
+                        self._chunk({**started, "status": "error" if event.is_error else "complete"})
                 elif isinstance(event, Retrying) and self.target.is_dm:
                     retrying = True
                     await self._status(RETRY_STATUS)

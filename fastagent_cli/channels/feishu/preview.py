@@ -1,0 +1,222 @@
+"""Delivering one Feishu/Lark turn as a streaming card (feature O11).
+
+A card entity is created (``cardkit/v1/cards``, streaming on) and mounted with a reply or a send
+(or a queued turn's ``⏳ Queued`` card is taken over); full-text snapshots of its two elements are
+written at most every :data:`STREAM_THROTTLE_S` with a strictly increasing ``sequence`` (cardkit
+allows 10 a second per card and 50 per app; text edits are capped at 20 a message, which is why
+the preview is a card). On ``completed`` the same card settles into the Markdown answer; an answer
+over :data:`~fastagent_cli.channels.feishu.card.CARD_MARKDOWN_MAX_BYTES` settles with its first
+part and the rest follows as text messages. Degrading: a card that cannot be created or mounted
+becomes a static text placeholder (edited once, into the answer, or replaced); a stream the platform
+closed mid-turn freezes, and the settle still lands; a failed settle deletes the card and sends the
+answer anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget, chunk_text
+from fastagent_cli.channels.feishu.card import (
+    ANSWER_ELEMENT,
+    CARD_MARKDOWN_MAX_BYTES,
+    PROCESS_ELEMENT,
+    card_entity_content,
+    final_card,
+    streaming_card,
+    utf8_prefix,
+)
+from fastagent_cli.channels.kit.invoke import ChannelFailure
+from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
+from fastagent_cli.channels.kit.preview import (
+    RETRY_NOTICE,
+    THINKING_PLACEHOLDER,
+    PreviewPump,
+    TurnView,
+    apply_event,
+    compose,
+    revealed_answer,
+    thinking_line,
+    tool_lines,
+)
+from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
+
+__all__ = ["NO_REPLY", "STREAM_THROTTLE_S", "Mounted", "mount_preview", "settle_preview", "stream_reply"]
+
+log = logging.getLogger("fastagent.channel")
+
+STREAM_THROTTLE_S = 1.0
+PROCESS_MAX = 1000
+NO_REPLY = "(no reply)"
+ENDED_EARLY = "the turn ended without completing"
+
+
+@dataclass(slots=True)
+class Mounted:
+    """A preview in the chat: a card (``card_id``) or a text placeholder; ``thread_id`` when the
+    platform put it in a thread."""
+
+    message_id: str
+    card_id: str | None = None
+    thread_id: str | None = None
+    sequence: int = 0
+
+    def next(self) -> int:
+        self.sequence += 1
+        return self.sequence
+
+
+async def mount_preview(api: FeishuApi, target: FeishuTarget, initial: str, label: str) -> Mounted:
+    try:
+        card_id = await api.create_card(streaming_card(initial))
+        sent = await api.deliver(target, "interactive", card_entity_content(card_id))
+        if not sent.get("message_id"):
+            raise FeishuApiError(api.kind, "mount card", 200, 0, "the answer carried no message_id")
+        return Mounted(str(sent["message_id"]), card_id, sent.get("thread_id"))
+    except FeishuApiError as exc:
+        log.warning("%s streaming card unavailable, the preview is a static text message: %s", label, exc)
+        sent = await api.deliver(target, "text", json.dumps({"text": initial}, ensure_ascii=False))
+        if not sent.get("message_id"):
+            raise FeishuApiError(
+                api.kind, "sendMessage", 200, 0, "the answer carried no message_id"
+            ) from None
+        return Mounted(str(sent["message_id"]), None, sent.get("thread_id"))
+
+
+async def settle_preview(api: FeishuApi, target: FeishuTarget, preview: Mounted | None, text: str) -> None:
+    """Turn the preview into ``text`` (see the module doc); an empty ``text`` deletes it."""
+    if not text.strip():
+        if preview is not None:
+            with contextlib.suppress(FeishuApiError):
+                await api.delete(preview.message_id)
+        return
+    if preview is not None and preview.card_id is not None:
+        head, *rest = chunk_text(text, CARD_MARKDOWN_MAX_BYTES)
+        try:
+            await api.update_card(preview.card_id, final_card(head), preview.next())
+        except FeishuApiError as exc:
+            log.warning("[%s] could not settle the card (%s); sending the answer anew", api.kind, exc)
+        else:
+            follow = target if target.in_thread else FeishuTarget(target.chat_id)
+            for part in rest:  # the settled card is authoritative: never resend it
+                await api.send_text(follow, part)
+            return
+    elif preview is not None and len(chunk_text(text)) == 1:
+        try:
+            await api.edit_text(preview.message_id, text)
+            return
+        except FeishuApiError as exc:
+            log.warning("[%s] could not edit the placeholder (%s); sending the answer anew", api.kind, exc)
+    if preview is not None:
+        with contextlib.suppress(FeishuApiError):
+            await api.delete(preview.message_id)
+    await api.send_text(target, text)
+
+
+class _Card:
+    def __init__(self, api: FeishuApi, target: FeishuTarget, preview: Mounted | None, label: str) -> None:
+        self.api = api
+        self.target = target
+        self.preview = preview
+        self.mounted = preview is not None
+        self.label = label
+        self.view = TurnView()
+        self.frozen = False
+        self.last_process = ""
+        self.last_answer = ""
+        self.pump = PreviewPump(self.flush, throttle_s=STREAM_THROTTLE_S, on_error=self._failed)
+
+    def _failed(self, error: BaseException) -> None:
+        log.warning("%s live preview failed (the final answer is still sent): %s", self.label, error)
+
+    def process(self) -> str:
+        text = compose(
+            thinking_line(self.view, 280), tool_lines(self.view), RETRY_NOTICE if self.view.retrying else ""
+        )
+        if text:
+            return text if len(text) <= PROCESS_MAX else "…\n" + text[-(PROCESS_MAX - 2) :].split("\n", 1)[-1]
+        return THINKING_PLACEHOLDER if not revealed_answer(self.view, STREAM_THROTTLE_S).strip() else ""
+
+    async def flush(self) -> None:
+        process = self.process()
+        if not self.mounted:
+            self.mounted = True
+            self.preview = await mount_preview(self.api, self.target, process, self.label)
+            self.last_process = process
+            return
+        preview = self.preview
+        if preview is None or preview.card_id is None or self.frozen:
+            return
+        try:
+            if process != self.last_process:
+                self.last_process = process
+                await self.api.update_element(preview.card_id, PROCESS_ELEMENT, process, preview.next())
+            answer = utf8_prefix(revealed_answer(self.view, STREAM_THROTTLE_S), CARD_MARKDOWN_MAX_BYTES)
+            if answer and answer != self.last_answer:
+                self.last_answer = answer
+                await self.api.update_element(preview.card_id, ANSWER_ELEMENT, answer, preview.next())
+        except FeishuApiError as exc:
+            if not exc.streaming_closed:
+                raise
+            self.frozen = True
+            log.warning(
+                "%s card streaming closed mid-turn: the preview is frozen, the answer still lands", self.label
+            )
+
+    async def settle(self, text: str) -> None:
+        await self.pump.finish()
+        await settle_preview(self.api, self.target, self.preview, text)
+
+
+async def stream_reply(
+    events: AsyncIterator[AgentEvent],
+    api: FeishuApi,
+    target: FeishuTarget,
+    format_error: Callable[[ChannelFailure], str | None],
+    preview: Mounted | None,
+    label: str,
+) -> Mounted | None:
+    """Deliver one turn; returns the preview it used. Raises :class:`TurnFailed` (the user was
+    told), :class:`TurnStopped`, or :class:`FeishuApiError` when the answer could not be delivered."""
+    card = _Card(api, target, preview, label)
+    card.pump.touch()
+    finished = False
+    try:
+        async for event in events:
+            if isinstance(event, Completed):
+                finished = True
+                await card.settle(card.view.answer if card.view.answer.strip() else NO_REPLY)
+                return card.preview
+            if isinstance(event, Failed):
+                finished = True
+                if event.code == ABORTED_CODE:
+                    await _tell(card, card.view.answer)
+                    raise TurnStopped(event.details)
+                await _tell(
+                    card, format_error(ChannelFailure(event.details, event.retryable, event.code)) or ""
+                )
+                raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
+            if apply_event(card.view, event):
+                card.pump.touch()
+        finished = True
+        await _tell(card, format_error(ChannelFailure(ENDED_EARLY, False)) or "")
+        raise TurnFailed(ENDED_EARLY)
+    except asyncio.CancelledError:
+        finished = True
+        raise
+    finally:
+        if not finished:
+            await _tell(card, format_error(ChannelFailure(ENDED_EARLY, False)) or "")
+        await card.pump.finish()
+
+
+async def _tell(card: _Card, text: str) -> None:
+    try:
+        await card.settle(text)
+    except FeishuApiError as exc:
+        log.warning("%s could not tell the chat the turn failed: %s", card.label, exc)
