@@ -4,16 +4,18 @@ for Telegram the ``telegram_send`` tool)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from fastagent_cli.cli.common import dir_argument
 
-__all__ = ["add", "github", "skill", "telegram"]
+__all__ = ["add", "feishu", "github", "lark", "skill", "slack", "telegram"]
 
 
 @click.group()
 def add() -> None:
-    """Add a part to the agent (skill, github, telegram)."""
+    """Add a part to the agent (skill, github, telegram, slack, feishu, lark)."""
 
 
 @add.command()
@@ -60,6 +62,92 @@ def telegram(directory: str) -> None:
     _add_channel("telegram", directory)
 
 
+_GROUP = click.option(
+    "--group-behavior",
+    type=click.Choice(["context", "mentions"]),
+    default="context",
+    show_default=True,
+    help="context: bare replies in threads the agent takes part in and group discussion as context "
+    "(more read access); mentions: DMs and @mentions only (least privilege).",
+)
+_INGRESS = click.option(
+    "--ingress",
+    type=click.Choice(["websocket", "webhook"]),
+    default="websocket",
+    show_default=True,
+    help="websocket: a long connection, no public URL; webhook: POST /<kind> behind a public URL.",
+)
+_NO_ONBOARD = click.option("--no-onboard", is_flag=True, help="Only write the files; set the app up by hand.")
+
+
+@add.command()
+@dir_argument
+@_GROUP
+@_NO_ONBOARD
+@click.option(
+    "--replace-config", is_flag=True, help="Replace expired App Configuration tokens; the app is untouched."
+)
+def slack(directory: str, group_behavior: str, no_onboard: bool, replace_config: bool) -> None:
+    """Add the Slack channel to the agent in DIR (default .): channels/slack.py, tools/slack_send.py,
+    then create and install the app through Slack's manifest API (resumable)."""
+    from fastagent_cli.cli.add_onboard import onboard_slack_app, replace_slack_config
+    from fastagent_cli.cli.common import run_async
+    from fastagent_cli.definition.placement import resolve_placement
+
+    if replace_config:
+        if no_onboard:
+            raise click.UsageError("--replace-config and --no-onboard do not go together")
+        run_async(replace_slack_config(resolve_placement(directory).agent_dir))
+        return
+    agent_dir = _add_channel("slack", directory, group_behavior=group_behavior, show_next=no_onboard)
+    if not no_onboard:
+        run_async(onboard_slack_app(agent_dir, group_behavior))
+        click.echo("Next: run `fastagent dev --tunnel`; invite the app to the channels it should read.")
+
+
+def _feishu_like(kind: str, directory: str, ingress: str, group_behavior: str, no_onboard: bool) -> None:
+    from fastagent_cli.cli.add_onboard import onboard_feishu, onboard_lark
+    from fastagent_cli.cli.common import run_async
+
+    agent_dir = _add_channel(
+        kind, directory, ingress=ingress, group_behavior=group_behavior, show_next=no_onboard
+    )
+    if no_onboard:
+        return
+    run_async((onboard_feishu if kind == "feishu" else onboard_lark)(agent_dir, ingress, group_behavior))
+    console = "open.feishu.cn/app" if kind == "feishu" else "open.larksuite.com/app"
+    mode = (
+        "long connection"
+        if ingress == "websocket"
+        else "webhook (`fastagent dev --tunnel` registers the URL)"
+    )
+    click.echo(
+        f"Next: in https://{console}: Events & Callbacks -> {mode}; create and publish a version; add the bot to a chat."
+    )
+
+
+@add.command()
+@dir_argument
+@_INGRESS
+@_GROUP
+@_NO_ONBOARD
+def feishu(directory: str, ingress: str, group_behavior: str, no_onboard: bool) -> None:
+    """Add the Feishu channel to the agent in DIR (default .): channels/feishu.py, tools/feishu_send.py,
+    then create the app by scan-to-create (resumable)."""
+    _feishu_like("feishu", directory, ingress, group_behavior, no_onboard)
+
+
+@add.command()
+@dir_argument
+@_INGRESS
+@_GROUP
+@_NO_ONBOARD
+def lark(directory: str, ingress: str, group_behavior: str, no_onboard: bool) -> None:
+    """Add the Lark channel to the agent in DIR (default .): channels/lark.py, tools/lark_send.py, then
+    a guided credential paste."""
+    _feishu_like("lark", directory, ingress, group_behavior, no_onboard)
+
+
 _NEXT = {
     "github": [
         "edit {channel}: on(event) maps deliveries to turns (the example reviews opened pull requests)",
@@ -73,16 +161,31 @@ _NEXT = {
         "run `fastagent dev --tunnel{dir}`: it registers the webhook (setWebhook) once the tunnel answers",
         "the agent can send messages and files with the telegram_send tool (schedules, other chats)",
     ],
+    "slack": [
+        "create an app at https://api.slack.com/apps with the scopes and events README.md lists (Slack section)",
+        "put SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET into {env}",
+        "run `fastagent dev --tunnel{dir}` and set Event Subscriptions -> Request URL to <tunnel>/slack",
+    ],
+    "feishu": [
+        "create a custom app at https://open.feishu.cn/app (bot on; scopes as README.md lists)",
+        "put FEISHU_APP_ID / FEISHU_APP_SECRET (webhook: FEISHU_VERIFICATION_TOKEN) into {env}",
+        "Events & Callbacks: subscribe im.message.receive_v1, pick the mode; publish a version",
+    ],
+    "lark": [
+        "create a custom app at https://open.larksuite.com/app (bot on; scopes as README.md lists)",
+        "put LARK_APP_ID / LARK_APP_SECRET (webhook: LARK_VERIFICATION_TOKEN) into {env}",
+        "Events & Callbacks: subscribe im.message.receive_v1, pick the mode; publish a version",
+    ],
 }
 
 
-def _add_channel(kind: str, directory: str) -> None:
+def _add_channel(kind: str, directory: str, *, show_next: bool = True, **options: str) -> Path:
     from fastagent_cli.cli.common import say
     from fastagent_cli.definition.add_channel import add_channel
     from fastagent_cli.definition.placement import resolve_placement
 
     placement = resolve_placement(directory)
-    added = add_channel(placement.agent_dir, kind)
+    added = add_channel(placement.agent_dir, kind, **options)
     click.echo(f"Added the {kind} channel to {placement.agent_dir}")
     for rel in added.created:
         click.echo(f"  created {rel}")
@@ -100,6 +203,8 @@ def _add_channel(kind: str, directory: str) -> None:
         say(f"[fastagent] note: {name} is set in the environment, so .env was left alone; keep them in step")
     env = placement.agent_dir / ".env"
     where = "" if directory in (".", "") else f" {directory}"
-    click.echo("Next:")
-    for number, step in enumerate(_NEXT[kind], 1):
-        click.echo(f"  {number}. " + step.format(channel=f"channels/{kind}.py", env=env, dir=where))
+    if show_next:
+        click.echo("Next:")
+        for number, step in enumerate(_NEXT[kind], 1):
+            click.echo(f"  {number}. " + step.format(channel=f"channels/{kind}.py", env=env, dir=where))
+    return placement.agent_dir

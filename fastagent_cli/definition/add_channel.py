@@ -1,7 +1,8 @@
-"""``fastagent add github|telegram``: put a first-party channel into an agent (features I21, I22).
+"""``fastagent add github|telegram|slack|feishu|lark``: put a first-party channel into an agent
+(features I21, I22).
 
-Writes ``channels/<kind>.py`` (one expression over the factory) and, for Telegram, the
-``tools/telegram_send.py`` tool; an existing file is never replaced (it is reported as kept).
+Writes ``channels/<kind>.py`` (one expression over the factory; for Feishu/Lark the webhook or the
+WebSocket factory, by ``ingress``) and, for the chat platforms, the ``tools/<kind>_send.py`` tool; an existing file is never replaced (it is reported as kept).
 Appends the channel's variables to ``.env.example``, generates its random secret into ``.env``
 (created 0600) unless ``.env`` or the environment already has one, and makes sure ``.env`` is
 gitignored. Nothing else in the agent is touched.
@@ -20,7 +21,18 @@ from fastagent_cli.definition.dotenv import parse_dotenv
 from fastagent_cli.definition.scaffold import GITIGNORE_LINES, missing_ignores
 from fastagent_cli.errors import ConfigError, UsageError
 
-__all__ = ["CHANNEL_KINDS", "AddedChannel", "EnvVar", "add_channel"]
+__all__ = [
+    "CHANNEL_KINDS",
+    "GROUP_BEHAVIORS",
+    "INGRESSES",
+    "AddedChannel",
+    "EnvVar",
+    "add_channel",
+    "set_env_values",
+]
+
+GROUP_BEHAVIORS = ("context", "mentions")
+INGRESSES = ("websocket", "webhook")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +40,7 @@ class EnvVar:
     name: str
     hint: str
     generate: bool = False
+    webhook_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,50 @@ CHANNEL_KINDS: dict[str, _Kind] = {
             EnvVar("TELEGRAM_SECRET_TOKEN", "random; Telegram sends it back with every update", True),
         ),
     ),
+    "slack": _Kind(
+        files=(("channels/slack.py", "channels/slack.py"), ("tools/slack_send.py", "tools/slack_send.py")),
+        env=(
+            EnvVar("SLACK_BOT_TOKEN", "Bot User OAuth token (xoxb-...); `fastagent add slack` writes it"),
+            EnvVar("SLACK_SIGNING_SECRET", "Basic Information -> App Credentials -> Signing Secret"),
+            EnvVar("SLACK_BOT_REFRESH_TOKEN", "token rotation (onboarded apps): the bot refresh token"),
+            EnvVar("SLACK_CLIENT_ID", "token rotation: the app's client id"),
+            EnvVar("SLACK_CLIENT_SECRET", "token rotation: the app's client secret"),
+            EnvVar(
+                "SLACK_BOT_TOKEN_EXPIRES_AT", "token rotation: the bot token's expiry, epoch milliseconds"
+            ),
+        ),
+    ),
+    **{
+        kind: _Kind(
+            files=(
+                (f"channels/{kind}.py", f"channels/{kind}_{{ingress}}.py"),
+                (f"tools/{kind}_send.py", f"tools/{kind}_send.py"),
+            ),
+            env=(
+                EnvVar(f"{kind.upper()}_APP_ID", "developer console -> Credentials & Basic Info (cli_...)"),
+                EnvVar(f"{kind.upper()}_APP_SECRET", "developer console -> Credentials & Basic Info"),
+                EnvVar(
+                    f"{kind.upper()}_VERIFICATION_TOKEN",
+                    "webhook: console -> Events & Callbacks",
+                    webhook_only=True,
+                ),
+                EnvVar(
+                    f"{kind.upper()}_ENCRYPT_KEY",
+                    "webhook, optional: console -> Events & Callbacks",
+                    webhook_only=True,
+                ),
+            ),
+        )
+        for kind in ("feishu", "lark")
+    },
+}
+_OPTIONAL = {
+    "SLACK_BOT_REFRESH_TOKEN",
+    "SLACK_CLIENT_ID",
+    "SLACK_CLIENT_SECRET",
+    "SLACK_BOT_TOKEN_EXPIRES_AT",
+    "FEISHU_ENCRYPT_KEY",
+    "LARK_ENCRYPT_KEY",
 }
 
 
@@ -77,10 +134,20 @@ def _template(name: str) -> str:
     return (resources.files("fastagent_cli") / "data" / "templates" / name).read_text(encoding="utf-8")
 
 
-def add_channel(agent_dir: Path, kind: str) -> AddedChannel:
+def add_channel(
+    agent_dir: Path, kind: str, *, ingress: str = "websocket", group_behavior: str = "context"
+) -> AddedChannel:
     spec = CHANNEL_KINDS.get(kind)
     if spec is None:
         raise UsageError(f'unknown channel "{kind}"; fastagent adds: {", ".join(CHANNEL_KINDS)}')
+    if ingress not in INGRESSES:
+        raise UsageError(f'--ingress must be one of {", ".join(INGRESSES)}, not "{ingress}"')
+    if group_behavior not in GROUP_BEHAVIORS:
+        raise UsageError(
+            f'--group-behavior must be one of {", ".join(GROUP_BEHAVIORS)}, not "{group_behavior}"'
+        )
+    if ingress == "websocket":
+        spec = _Kind(spec.files, tuple(v for v in spec.env if not v.webhook_only))
     added = AddedChannel(kind, agent_dir)
     try:
         for rel, template in spec.files:
@@ -89,8 +156,11 @@ def add_channel(agent_dir: Path, kind: str) -> AddedChannel:
                 added.kept.append(rel)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
+            text = _template(template.replace("{ingress}", ingress)).replace(
+                "{group_behavior}", group_behavior
+            )
             with open(target, "x", encoding="utf-8") as fh:
-                fh.write(_template(template))
+                fh.write(text)
             added.created.append(rel)
         disabled = agent_dir / "channels" / f"{kind}.py.disabled"
         if disabled.exists():
@@ -120,7 +190,7 @@ def _write_env(agent_dir: Path, spec: _Kind, added: AddedChannel) -> None:
         if var.generate:
             lines.append(f"{var.name}={secrets.token_urlsafe(32)}")
             added.generated.append(var.name)
-        else:
+        elif var.name not in _OPTIONAL:
             added.missing.append(var.name)
     if not lines:
         return
@@ -168,3 +238,28 @@ def _ignore_env(path: Path) -> bool:
             ("\n" if text and not text.endswith("\n") else "") + "# fastagent\n" + "\n".join(missing) + "\n"
         )
     return True
+
+
+def set_env_values(agent_dir: Path, values: dict[str, str]) -> None:
+    """Set ``values`` in the agent's ``.env`` (replacing a variable's line, else appending it),
+    atomically and owner-only: onboarding writes credentials the moment it has them."""
+    from fastagent_cli.state.atomic import atomic_write_text
+
+    path = agent_dir / ".env"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    remaining = dict(values)
+    out: list[str] = []
+    for line in lines:
+        name = line.split("=", 1)[0].strip().removeprefix("export ").strip()
+        if "=" in line and not line.lstrip().startswith("#") and name in remaining:
+            out.append(f"{name}={remaining.pop(name)}")
+        else:
+            out.append(line)
+    out += [f"{name}={value}" for name, value in remaining.items()]
+    try:
+        atomic_write_text(path, "\n".join(out) + "\n", mode=0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
