@@ -247,7 +247,7 @@ class _Native:
             await self.wake.wait()
             self.wake.clear()
             wait = self.last_write + NATIVE_APPEND_INTERVAL_S - time.monotonic()
-            if wait > 0 and not self.closing:
+            if wait > 0:
                 await asyncio.sleep(wait)
             await self._flush()
             if self.closing and not self.pending:

@@ -51,7 +51,7 @@ def test_frames_round_trip_and_decode_what_the_sdk_writes() -> None:
     assert (back.seq_id, back.log_id, back.service, back.method) == (7, 9, -1, DATA)
     assert back.header("type") == "event" and back.payload == b"{}"
     # A ping as lark-oapi's protobuf serializer writes it (service 42).
-    sdk_ping = bytes.fromhex("0800" "1000" "182a" "2000" "2a0c0a0474797065120470696e67")
+    sdk_ping = bytes.fromhex("08001000182a20002a0c0a0474797065120470696e67")
     ping = decode_frame(sdk_ping)
     assert (ping.service, ping.method, ping.header("type")) == (42, CONTROL, "ping")
     assert encode_frame(ping) == sdk_ping
