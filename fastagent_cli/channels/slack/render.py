@@ -257,7 +257,6 @@ class _Native:
         if not self.pending or self.error is not None:
             return
         batch, self.pending = self.pending, []
-        self.last_write = time.monotonic()
         try:
             if self.stream_ts is None:
                 self.stream_ts = await self.api.start_stream(self.target, chunks=batch)
@@ -265,6 +264,8 @@ class _Native:
                 await self.api.append_stream(self.target.channel_id, self.stream_ts, chunks=batch)
         except SlackApiError as exc:
             self.error = exc
+        finally:
+            self.last_write = time.monotonic()  # spaced from the answer: a slow write never bunches two
 
     async def _settle(self, *, quiet: bool = False) -> None:
         self.closing = True
