@@ -64,7 +64,8 @@ def make_agent(root: Path, kind: str) -> Path:
     (agent / "persona.md").write_text("You are the channel bench agent.\n")
     if kind == "slack":
         (agent / "channels" / "slack.py").write_text(
-            "from fastagent_cli.channels import slack_channel\n\nchannel = slack_channel(reaction_ack=False)\n"
+            "from fastagent_cli.channels import slack_channel\n\nchannel = "
+            "slack_channel(reaction_ack=False)\n"
         )
         (agent / ".env").write_text(f"SLACK_BOT_TOKEN=xoxb-bench\nSLACK_SIGNING_SECRET={SLACK_SECRET}\n")
     else:
@@ -157,11 +158,14 @@ async def slack_bench(args: argparse.Namespace, tmp: Path) -> bool:
     print(row("slack reply in a thread (persisted)", latencies, errors))
     print(row("slack new thread (a new session)", first, first_errors))
     print(
-        f"turns answered through the fake Web API: {answered}/{count}; p99 {p99:.1f} ms ({'meets' if p99 <= 20 else 'MISSES'} 20 ms)"
+        f"turns answered through the fake Web API: {answered}/{count}; p99 {p99:.1f} ms "
+        f"({'meets' if p99 <= 20 else 'MISSES'} 20 ms)"
     )
     print(
-        f"slack: {len(streams)} native streams at once: writes per stream up to {per_stream}; smallest gap between "
-        f"writes to one stream {smallest:.2f} s (>= 0.75 s); chat.appendStream calls in any 60 s: {most_in(appends, 60)} (Tier 4: 100+)"
+        f"slack: {len(streams)} native streams at once: writes per stream up to {per_stream}; "
+        "smallest gap between "
+        f"writes to one stream {smallest:.2f} s (>= 0.75 s); chat.appendStream calls in any 60 s: "
+        f"{most_in(appends, 60)} (Tier 4: 100+)"
     )
     return p99 <= 20 and errors == 0 and smallest >= 0.7 and most_in(appends, 60) <= 100
 
@@ -248,17 +252,21 @@ async def feishu_bench(args: argparse.Namespace, tmp: Path) -> bool:
     smallest = min(g for c in cards for g in gaps(c.writes[:-1]) if g > 0.05) if cards else 0.0
     p99 = percentile(latencies, 0.99)
     print(
-        f"\nfeishu: acknowledgement, {args.rate:g} encrypted + signed events/s for {args.seconds:g} s (open loop), ms:"
+        f"\nfeishu: acknowledgement, {args.rate:g} encrypted + signed events/s for "
+        f"{args.seconds:g} s (open loop), ms:"
     )
     print(f"{'':<34} {'count':>6} {'p50':>7} {'p90':>7} {'p99':>7} {'max':>7} {'errors':>6}")
     print(row("feishu reply in a thread (persisted)", latencies, errors))
     print(row("feishu new thread (a new session)", first, first_errors))
     print(
-        f"turns answered (settled cards): {answered}/{count}; p99 {p99:.1f} ms ({'meets' if p99 <= 20 else 'MISSES'} 20 ms)"
+        f"turns answered (settled cards): {answered}/{count}; p99 {p99:.1f} ms "
+        f"({'meets' if p99 <= 20 else 'MISSES'} 20 ms)"
     )
     print(
-        f"feishu: {len(cards)} streaming cards at once: most card writes in any 1 s, one card: {per_card} (limit 10), "
-        f"whole app: {app} (limit 50); smallest gap between two snapshots of one card as they arrived {smallest:.2f} s"
+        f"feishu: {len(cards)} streaming cards at once: most card writes in any 1 s, one card: "
+        f"{per_card} (limit 10), "
+        f"whole app: {app} (limit 50); smallest gap between two snapshots of one card as they "
+        f"arrived {smallest:.2f} s"
     )
     return p99 <= 20 and errors == 0 and per_card <= 10 and app <= 50
 
@@ -280,7 +288,8 @@ async def main() -> int:
         slack_ok = await slack_bench(args, Path(tmp))
         feishu_ok = await feishu_bench(args, Path(tmp))
     print(
-        f"\nresult: slack {'ok' if slack_ok else 'NOT ok'}, feishu {'ok' if feishu_ok else 'NOT ok'}; CPU pressure now {cpu_pressure()}"
+        f"\nresult: slack {'ok' if slack_ok else 'NOT ok'}, feishu "
+        f"{'ok' if feishu_ok else 'NOT ok'}; CPU pressure now {cpu_pressure()}"
     )
     return 0 if slack_ok and feishu_ok else 1
 

@@ -23,8 +23,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fastagent_cli.channels.github import GithubEvent, Intent, github_channel
-    from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
     from fastagent_cli.channels.feishu import (
         FeishuRoute,
         default_feishu_route,
@@ -36,6 +34,8 @@ if TYPE_CHECKING:
         lark_send,
         lark_websocket_channel,
     )
+    from fastagent_cli.channels.github import GithubEvent, Intent, github_channel
+    from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
     from fastagent_cli.channels.slack import (
         SlackRoute,
         default_slack_route,

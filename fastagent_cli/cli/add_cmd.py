@@ -122,7 +122,8 @@ def _feishu_like(kind: str, directory: str, ingress: str, group_behavior: str, n
         else "webhook (`fastagent dev --tunnel` registers the URL)"
     )
     click.echo(
-        f"Next: in https://{console}: Events & Callbacks -> {mode}; create and publish a version; add the bot to a chat."
+        f"Next: in https://{console}: Events & Callbacks -> {mode}; create and publish a version; "
+        "add the bot to a chat."
     )
 
 
@@ -162,7 +163,8 @@ _NEXT = {
         "the agent can send messages and files with the telegram_send tool (schedules, other chats)",
     ],
     "slack": [
-        "create an app at https://api.slack.com/apps with the scopes and events README.md lists (Slack section)",
+        "create an app at https://api.slack.com/apps with the scopes and events README.md lists "
+        "(Slack section)",
         "put SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET into {env}",
         "run `fastagent dev --tunnel{dir}` and set Event Subscriptions -> Request URL to <tunnel>/slack",
     ],

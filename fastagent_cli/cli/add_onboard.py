@@ -127,7 +127,8 @@ async def _finish_feishu(
                 token = await capture_verification_token(api, kind, _public_url)
             except (FeishuApiError, Exception) as exc:
                 say(
-                    f"[fastagent] note: could not capture the Verification Token ({exc}); copy it from the console "
+                    f"[fastagent] note: could not capture the Verification Token ({exc}); copy it "
+                    "from the console "
                     f"(Events & Callbacks) into .env as {prefix}_VERIFICATION_TOKEN"
                 )
             else:
@@ -151,7 +152,8 @@ async def onboard_feishu(agent_dir: Path, ingress: str, group_behavior: str) -> 
         _env_writer(agent_dir)({"FEISHU_APP_ID": app_id, "FEISHU_APP_SECRET": secret})
         if brand == "lark":
             say(
-                "[fastagent] note: this tenant is on Lark: use `fastagent add lark` with these credentials instead"
+                "[fastagent] note: this tenant is on Lark: use `fastagent add lark` with these "
+                "credentials instead"
             )
     await _finish_feishu(agent_dir, "feishu", app_id, secret, ingress, group_behavior)
 
@@ -162,7 +164,8 @@ async def onboard_lark(agent_dir: Path, ingress: str, group_behavior: str) -> No
     secret = env.get("LARK_APP_SECRET") or os.environ.get("LARK_APP_SECRET", "")
     if not (app_id and secret):
         click.echo(
-            "Create a custom app at https://open.larksuite.com/app (bot capability on), then paste its credentials."
+            "Create a custom app at https://open.larksuite.com/app (bot capability on), then "
+            "paste its credentials."
         )
         app_id = app_id or _ask_secret("Lark App ID (cli_...)")
         secret = secret or _ask_secret("Lark App Secret")

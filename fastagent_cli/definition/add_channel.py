@@ -2,7 +2,8 @@
 (features I21, I22).
 
 Writes ``channels/<kind>.py`` (one expression over the factory; for Feishu/Lark the webhook or the
-WebSocket factory, by ``ingress``) and, for the chat platforms, the ``tools/<kind>_send.py`` tool; an existing file is never replaced (it is reported as kept).
+WebSocket factory, by ``ingress``) and, for the chat platforms, the ``tools/<kind>_send.py``
+tool; an existing file is never replaced (it is reported as kept).
 Appends the channel's variables to ``.env.example``, generates its random secret into ``.env``
 (created 0600) unless ``.env`` or the environment already has one, and makes sure ``.env`` is
 gitignored. Nothing else in the agent is touched.

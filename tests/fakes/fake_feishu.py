@@ -124,7 +124,8 @@ class FakeFeishu:
                 return result
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"{what} not met within {within} s; messages: {[(m.chat_id, m.msg_type, m.content[:80]) for m in self.messages]}; cards: {self.cards}"
+                    f"{what} not met within {within} s; messages: "
+                    f"{[(m.chat_id, m.msg_type, m.content[:80]) for m in self.messages]}; cards: {self.cards}"
                 )
             self._changed.clear()
             try:

@@ -88,7 +88,8 @@ class FakeSlack:
                 return result
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"{what} not met within {within} s; messages: {[(m.channel, m.thread_ts, m.text[:60]) for m in self.messages]}"
+                    f"{what} not met within {within} s; messages: "
+                    f"{[(m.channel, m.thread_ts, m.text[:60]) for m in self.messages]}"
                 )
             self._changed.clear()
             try:

@@ -196,12 +196,14 @@ class _Runtime:
         )
         if granted:
             log.info(
-                "%s group visibility: context-aware — buffered discussion and bare replies in the agent's threads",
+                "%s group visibility: context-aware — buffered discussion and bare replies in "
+                "the agent's threads",
                 self.label,
             )
         else:
             log.warning(
-                "%s group visibility: @mentions only — %s is not granted, so bare replies in the agent's threads and "
+                "%s group visibility: @mentions only — %s is not granted, so bare replies in the "
+                "agent's threads and "
                 "group context buffering are unavailable",
                 self.label,
                 GROUP_CONTEXT_SCOPE,
@@ -406,7 +408,8 @@ class _Base:
         app_id, secret = self._setting("APP_ID"), self._setting("APP_SECRET")
         if not app_id or not secret:
             raise ServeError(
-                f"{factory} needs {self.cloud.env_prefix}_APP_ID and {self.cloud.env_prefix}_APP_SECRET in .env "
+                f"{factory} needs {self.cloud.env_prefix}_APP_ID and "
+                f"{self.cloud.env_prefix}_APP_SECRET in .env "
                 "(developer console -> Credentials & Basic Info)"
             )
         return app_id, secret
@@ -421,7 +424,8 @@ class FeishuChannel(_Base):
         token = self._setting("VERIFICATION_TOKEN")
         if not token:
             raise ServeError(
-                f"{factory} needs {self.cloud.env_prefix}_VERIFICATION_TOKEN in .env (console -> Events & Callbacks)"
+                f"{factory} needs {self.cloud.env_prefix}_VERIFICATION_TOKEN in .env (console -> "
+                "Events & Callbacks)"
             )
         self.state_root = state_root_of(ctx)
         runtime = _Runtime(self.cloud, self.options, ctx, app_id, secret)

@@ -91,7 +91,8 @@ async def register_app(
     device, link = begin.get("device_code"), begin.get("verification_uri_complete")
     if not isinstance(device, str) or not isinstance(link, str):
         raise ConfigError(
-            f"feishu app registration: begin returned no device code ({begin.get('error') or 'unexpected answer'})"
+            "feishu app registration: begin returned no device code "
+            f"({begin.get('error') or 'unexpected answer'})"
         )
     parts = urlsplit(link)
     query = (
@@ -102,7 +103,8 @@ async def register_app(
     link = urlunsplit(parts._replace(query=query))
     expires = float(begin.get("expires_in") or 600)
     say(
-        f"Open this link in Feishu (or scan it as a QR code) and confirm; it is valid for about {int(expires // 60)} minutes:\n  {link}"
+        "Open this link in Feishu (or scan it as a QR code) and confirm; it is valid for about "
+        f"{int(expires // 60)} minutes:\n  {link}"
     )
     open_url(link)
     interval = float(begin.get("interval") or 5)

@@ -69,9 +69,6 @@ class OwnedThreads(JournaledState[dict[str, dict[str, str]]]):
         """Index a new root before the ACK (raises StateWriteError)."""
         await self.commit({"op": "roots", "key": root, "session": session})
 
-    def remember(self, *ops: dict[str, Any]) -> None:  # noqa: D102 - the journal's background write
-        super().remember(*ops)
-
     def learn_thread(self, thread_id: str, session: str) -> None:
         if self.state["threads"].get(thread_id) != session:
             self.remember({"op": "threads", "key": thread_id, "session": session})

@@ -55,7 +55,8 @@ DEFERRED_NOTICE = "⏳ Delayed by a temporary system issue — I’ll retry auto
 DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
 REPLY_HINT = (
     "\n\n(Format your reply in standard Markdown — it is rendered in a Feishu/Lark card. This reply is "
-    "delivered to the current chat by the channel itself: do not call a send tool to answer the current chat.)"
+    "delivered to the current chat by the channel itself: do not call a send tool to answer the "
+    "current chat.)"
 )
 
 
@@ -179,7 +180,10 @@ class FeishuRunner:
             return
         blocks = ""
         if room.text:
-            blocks += f"[recent discussion in the room this thread branched from — not yet answered there:\n{room.text}\n]\n\n"
+            blocks += (
+                "[recent discussion in the room this thread branched from — not yet answered there:\n"
+                f"{room.text}\n]\n\n"
+            )
         if fold.text:
             blocks += f"[recent group discussion:\n{fold.text}\n]\n\n"
         prompt = Prompt(blocks + record["text"] + suffix + REPLY_HINT, tuple(images))
@@ -219,7 +223,8 @@ class FeishuRunner:
                         {"msg": parent_id, "key": r["key"], "name": r.get("name")}
                     )
                 who = _sender(parent.get("sender"), self.api.app_id)
-                block = f"\n\n[replied-to message (msg {parent_id}{f', from {who}' if who else ''}): {referent(text) or '(empty)'}]"
+                origin = f", from {who}" if who else ""
+                block = f"\n\n[replied-to message (msg {parent_id}{origin}): {referent(text) or '(empty)'}]"
                 chain_block, chain, ids = await self._chain(parent.get("parent_id"), {parent_id})
                 block += chain_block
                 hints += ids

@@ -104,7 +104,8 @@ class BotToken:
         self.rotating = any(f not in (None, "") for f in fields)
         if self.rotating and any(f in (None, "") for f in fields):
             raise ServeError(
-                "Slack token rotation needs SLACK_BOT_REFRESH_TOKEN, SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and "
+                "Slack token rotation needs SLACK_BOT_REFRESH_TOKEN, SLACK_CLIENT_ID, "
+                "SLACK_CLIENT_SECRET and "
                 "SLACK_BOT_TOKEN_EXPIRES_AT together (or none of them, for a long-lived bot token)"
             )
         self._configured = {

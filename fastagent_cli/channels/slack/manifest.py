@@ -77,7 +77,8 @@ def build_manifest(
                 "messages_tab_read_only_enabled": False,
             },
             "agent_view": {
-                "agent_description": "A workspace agent powered by the files, skills and tools of its fastagent directory.",
+                "agent_description": "A workspace agent powered by the files, skills and tools "
+                "of its fastagent directory.",
                 "suggested_prompts": [
                     {"title": "What can you do?", "message": "What can you help me with?"},
                     {

@@ -140,7 +140,7 @@ async def _config_call(
             for e in errors or []
             if isinstance(e, dict)
         )
-        code = str(data.get("error") if isinstance(data, dict) else None or f"http_{response.status_code}")
+        code = str((data.get("error") if isinstance(data, dict) else None) or f"http_{response.status_code}")
         raise SlackConfigError(method, code, fields)
     return data
 
@@ -247,7 +247,8 @@ async def replace_config_tokens(state_root: Path, io: OnboardIO) -> None:
         state.update(configToken=token, configRefreshToken=refresh, configTokenExpiresAt=_config_expiry())
         await onboarding.save(state)
         io.say(
-            "Replaced the Slack App Configuration tokens; the installed app and its runtime credentials are unchanged."
+            "Replaced the Slack App Configuration tokens; the installed app and its runtime "
+            "credentials are unchanged."
         )
     finally:
         await onboarding.aclose()
@@ -266,7 +267,8 @@ def _ask_config_tokens(io: OnboardIO) -> tuple[str, str]:
     )
     if not token.strip() or not refresh.strip():
         raise ConfigError(
-            "both App Configuration tokens are needed (https://api.slack.com/apps -> Your App Configuration Tokens)"
+            "both App Configuration tokens are needed (https://api.slack.com/apps -> Your App "
+            "Configuration Tokens)"
         )
     return token.strip(), refresh.strip()
 
@@ -281,12 +283,14 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
         state = onboarding.state
         if state is not None and state.get("installedAt"):
             io.say(
-                f"Slack app {state.get('appId')} is already installed in {state.get('teamName') or state.get('teamId')}."
+                f"Slack app {state.get('appId')} is already installed in "
+                f"{state.get('teamName') or state.get('teamId')}."
             )
             return "already"
         if state is None:
             io.say(
-                "Open https://api.slack.com/apps -> Your App Configuration Tokens -> Generate Token, then paste both."
+                "Open https://api.slack.com/apps -> Your App Configuration Tokens -> Generate "
+                "Token, then paste both."
             )
             token, refresh = _ask_config_tokens(io)
             state = {
@@ -302,7 +306,8 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
         exposed = await io.public_url(server.port)
         if exposed is None:
             raise ConfigError(
-                "no public URL for the Slack setup (is cloudflared installed?); re-run `fastagent add slack` to "
+                "no public URL for the Slack setup (is cloudflared installed?); re-run "
+                "`fastagent add slack` to "
                 "resume, or `fastagent add slack --no-onboard` to set the app up by hand"
             )
         base, closer = exposed
@@ -348,8 +353,10 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
         else:
             if not state.get("clientId") or not state.get("clientSecret"):
                 raise ConfigError(
-                    f"Slack app {state['appId']} has no OAuth client credentials left here; set SLACK_BOT_TOKEN and "
-                    "SLACK_SIGNING_SECRET in .env by hand, or delete the app and the onboarding state to start over"
+                    f"Slack app {state['appId']} has no OAuth client credentials left here; set "
+                    "SLACK_BOT_TOKEN and "
+                    "SLACK_SIGNING_SECRET in .env by hand, or delete the app and the onboarding "
+                    "state to start over"
                 )
             io.say(f"Resuming Slack app {state['appId']}…")
             try:
@@ -386,7 +393,8 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
             callback = await asyncio.wait_for(server.oauth, OAUTH_WAIT_S)
         except TimeoutError:
             raise ConfigError(
-                "the Slack installation was not approved within 10 minutes; re-run `fastagent add slack` to resume"
+                "the Slack installation was not approved within 10 minutes; re-run `fastagent "
+                "add slack` to resume"
             ) from None
         if callback.get("error"):
             raise ConfigError(

@@ -1,4 +1,5 @@
-"""A Feishu (open.feishu.cn) bot for this agent over a webhook (written by `fastagent add feishu --ingress webhook`).
+"""A Feishu (open.feishu.cn) bot for this agent over a webhook
+(written by `fastagent add feishu --ingress webhook`).
 
 fastagent mounts POST /feishu for this file. It reads FEISHU_APP_ID, FEISHU_APP_SECRET and
 FEISHU_VERIFICATION_TOKEN (and FEISHU_ENCRYPT_KEY when the console sets an Encrypt Key) from .env.

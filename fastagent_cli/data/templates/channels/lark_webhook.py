@@ -1,4 +1,5 @@
-"""A Lark (open.larksuite.com) bot for this agent over a webhook (written by `fastagent add lark --ingress webhook`).
+"""A Lark (open.larksuite.com) bot for this agent over a webhook
+(written by `fastagent add lark --ingress webhook`).
 
 fastagent mounts POST /lark for this file. It reads LARK_APP_ID, LARK_APP_SECRET and
 LARK_VERIFICATION_TOKEN (and LARK_ENCRYPT_KEY when the console sets an Encrypt Key) from .env.
