@@ -1,7 +1,8 @@
 """Thread inheritance: a new session created with a parent starts from the parent's history.
 
-The fork point is the first ``branch_hints`` entry id found on the parent's active path, extended
-to the end of that exchange; without a hit, the parent's present state. The copy is then windowed
+The fork point is the first ``branch_hints`` hint found on the parent's active path (an entry id,
+or a platform message id a channel put in a prompt, searched newest first), extended to the end of
+that exchange; without a hit, the parent's present state. The copy is then windowed
 to the newest 50 exchanges within about 50 000 tokens (chars/4, images 1 600 tokens); the newest
 exchange is always kept. Hints are capped at 16 of at most 128 characters.
 """
@@ -34,8 +35,11 @@ def inherited_entries(parent: SessionRecord, inherit: Inheritance) -> list[dict[
     path = [e for e in parent.path() if e["type"] == "message"]
     hints = [h for h in inherit.branch_hints[:MAX_HINTS] if len(h) <= MAX_HINT_CHARS]
     cut = len(path)
+    texts = [json.dumps(e["message"], ensure_ascii=False) for e in path]
     for hint in hints:
         index = next((i for i, e in enumerate(path) if e["id"] == hint), None)
+        if index is None:
+            index = next((i for i in range(len(path) - 1, -1, -1) if hint in texts[i]), None)
         if index is not None:
             cut = _end_of_exchange(path, index)
             break

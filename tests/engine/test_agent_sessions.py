@@ -158,3 +158,15 @@ async def test_a_thread_inherits_its_parent(tmp_path: Path) -> None:
     assert users == ["the room talks about cats", "and the thread?"]
     await collect(agent.invoke(Scope("room:thread", parent_session="elsewhere"), "again"))
     assert len([m for m in requests[2].messages if m["role"] == "user"]) == 3
+
+
+async def test_a_thread_branches_where_its_hint_message_id_was_said(tmp_path: Path) -> None:
+    requests: list[ScriptedRequest] = []
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    agent = create_agent(model=recorder(requests), sessions=store)
+    await collect(agent.invoke("room", "[feishu: msg om_1]\nfirst topic"))
+    await collect(agent.invoke("room", "[feishu: msg om_2]\nsecond topic"))
+    thread = Scope("room:t", parent_session="room", branch_hints=("om_unknown", "om_1"))
+    await collect(agent.invoke(thread, "about the first"))
+    users = [m["content"][0]["text"] for m in requests[-1].messages if m["role"] == "user"]
+    assert users == ["[feishu: msg om_1]\nfirst topic", "about the first"]
