@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from fastagent_cli.channels.slack.verify import sign_slack_request
@@ -41,6 +42,8 @@ class FakeSlack:
         self.messages: list[Posted] = []
         self.calls: list[tuple[float, str, dict[str, Any]]] = []
         self.failures: dict[str, list[str]] = {}
+        self.apps: dict[str, dict[str, Any]] = {}
+        self.codes: dict[str, str] = {}
         self._ts = 1_700_000_000.0
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -50,6 +53,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._method)
         app.router.add_get("/api/{method}", self._method)
+        app.router.add_get("/oauth/v2/authorize", self._authorize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -128,7 +132,10 @@ class FakeSlack:
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
         try:
-            return web.json_response({"ok": True, **handler(params)})
+            result = handler(params)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return web.json_response({"ok": True, **result})
         except _Error as exc:
             return web.json_response({"ok": False, "error": exc.error})
 
@@ -211,6 +218,78 @@ class FakeSlack:
 
     def _m_reactions_remove(self, p: dict[str, Any]) -> dict[str, Any]:
         return {}
+
+    # --- app configuration and OAuth -----------------------------------------------------------
+
+    async def _m_apps_manifest_create(self, p: dict[str, Any]) -> dict[str, Any]:
+        manifest = json.loads(p["manifest"])
+        await self._verify_request_url(manifest)
+        app_id = f"A{len(self.apps) + 1:04d}"
+        self.apps[app_id] = {"manifest": manifest, "updates": 0}
+        return {
+            "app_id": app_id,
+            "credentials": {
+                "client_id": f"cid-{app_id}",
+                "client_secret": "csecret",
+                "signing_secret": "ssecret",
+            },
+            "oauth_authorize_url": f"{self.base_url}/oauth/v2/authorize",
+        }
+
+    async def _m_apps_manifest_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        app = self.apps.get(p.get("app_id", ""))
+        if app is None:
+            raise _Error("invalid_app_id")
+        manifest = json.loads(p["manifest"])
+        await self._verify_request_url(manifest)
+        app["manifest"] = manifest
+        app["updates"] += 1
+        return {"app_id": p["app_id"]}
+
+    async def _verify_request_url(self, manifest: dict[str, Any]) -> None:
+        url = ((manifest.get("settings") or {}).get("event_subscriptions") or {}).get("request_url")
+        if not url:
+            return
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(url, json={"type": "url_verification", "challenge": "chal", "token": "t"}) as response,
+        ):
+            body = await response.json(content_type=None) if response.status == 200 else {}
+        if body.get("challenge") != "chal":
+            raise _Error("invalid_manifest")
+
+    def _m_tooling_tokens_rotate(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "token": "xoxe.xoxp-rotated",
+            "refresh_token": "xoxe-rotated",
+            "exp": int(time.time()) + 43200,
+            "team_id": self.team,
+        }
+
+    def _m_oauth_v2_access(self, p: dict[str, Any]) -> dict[str, Any]:
+        if p.get("grant_type") == "refresh_token":
+            return {"access_token": "xoxb-refreshed", "refresh_token": "xoxe-1-new", "expires_in": 43200}
+        app_id = self.codes.pop(str(p.get("code")), None)
+        if app_id is None:
+            raise _Error("invalid_code")
+        scopes = ",".join(self.apps[app_id]["manifest"]["oauth_config"]["scopes"]["bot"])
+        return {
+            "access_token": "xoxb-installed",
+            "refresh_token": "xoxe-1-refresh",
+            "expires_in": 43200,
+            "app_id": app_id,
+            "scope": scopes,
+            "bot_user_id": self.bot_user,
+            "team": {"id": self.team, "name": "Test Team"},
+        }
+
+    async def _authorize(self, request: web.Request) -> web.Response:
+        client_id = request.query["client_id"]
+        app_id = client_id.removeprefix("cid-")
+        code = f"code-{len(self.codes) + 1}"
+        self.codes[code] = app_id
+        target = f"{request.query['redirect_uri']}?code={code}&state={request.query['state']}"
+        raise web.HTTPFound(target)
 
     # --- the Events API sender -----------------------------------------------------------------
 
