@@ -56,6 +56,10 @@ CHANNEL_SECRETS: dict[str, tuple[SecretSpec, ...]] = {
     "slack": (
         SecretSpec("SLACK_BOT_TOKEN", "Slack app -> Bot User OAuth access token"),
         SecretSpec("SLACK_SIGNING_SECRET", "Slack app -> Basic Information -> App Credentials"),
+        SecretSpec("SLACK_BOT_REFRESH_TOKEN", "token rotation (set by `fastagent add slack`)", False),
+        SecretSpec("SLACK_CLIENT_ID", "token rotation (set by `fastagent add slack`)", False),
+        SecretSpec("SLACK_CLIENT_SECRET", "token rotation (set by `fastagent add slack`)", False),
+        SecretSpec("SLACK_BOT_TOKEN_EXPIRES_AT", "token rotation (set by `fastagent add slack`)", False),
     ),
     "feishu": (
         SecretSpec("FEISHU_APP_ID", "console -> Credentials & Basic Info"),
