@@ -133,6 +133,8 @@ async def slack_bench(args: argparse.Namespace, tmp: Path) -> bool:
                 await slack.wait_until(lambda: stopped() >= chats + count, within=180, what="answers")
                 answered = stopped() - chats
                 first, first_errors = await open_loop(http, url, fresh, args.rate, 200)
+                # the streams are measured alone: the new threads' turns are answered first
+                await slack.wait_until(lambda: stopped() >= chats + 2 * count, within=300, what="new threads")
                 stream_events = [
                     slack.event(message("stream please", channel=f"D9{n}", ts=f"9{n}.1"), secret=SLACK_SECRET)
                     for n in range(args.stream_turns)
@@ -223,6 +225,8 @@ async def feishu_bench(args: argparse.Namespace, tmp: Path) -> bool:
                 await fake.wait_until(lambda: done() >= chats + count, within=180, what="answers")
                 answered = done() - chats
                 first, first_errors = await open_loop(http, url, fresh, args.rate, 200)
+                # the streams are measured alone: the new threads' turns are answered first
+                await fake.wait_until(lambda: done() >= chats + 2 * count, within=300, what="new threads")
                 streams = [
                     fake.delivery(
                         fake.envelope("stream please", chat_id=f"oc_s{n}", message_id=f"om_s{n}"),

@@ -6,13 +6,15 @@ Everything runs from the binary, offline: ``--version``; ``init`` (full and ``--
 ``invoke`` on the scripted demo, whose script makes a real ``bash`` tool call; ``info --json``;
 ``tool`` on a user tool that imports standard-library and bundled third-party modules; a tool of
 an MCP stdio server; ``start`` answering ``GET /health`` and one ``POST /invoke``; ``add github`` and
-``add telegram`` with ``start`` answering both webhook routes; ``dev --no-watch`` serving the web
-chat's files and its control plane; and ``chat``
+``add telegram`` with ``start`` answering both webhook routes; ``add slack`` and ``add feishu`` with
+``start`` answering Slack's signed and Feishu's encrypted ``url_verification``; ``dev --no-watch``
+serving the web chat's files and its control plane; and ``chat``
 in a pseudo-terminal. Prints one line per check; exits 1 naming the first failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -31,6 +33,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,17 +229,7 @@ def smoke_channels(binary: str, tmp: Path) -> None:
     )
     with open(agent / ".env", "a", encoding="utf-8") as fh:
         fh.write("TELEGRAM_BOT_TOKEN=1:smoke\nTELEGRAM_API_BASE_URL=http://127.0.0.1:9\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
-    proc = subprocess.Popen(
-        [binary, "start", "chan", "--port", "0", "--bind", "127.0.0.1", "--model", "scripted/echo"],
-        cwd=tmp,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{_listen_port(proc)}"
+    with _serving(binary, "chan", tmp) as base:
         ping = b'{"zen": "smoke"}'
         signature = (
             "sha256=" + hmac.new(secrets["GITHUB_WEBHOOK_SECRET"].encode(), ping, hashlib.sha256).hexdigest()
@@ -255,6 +248,69 @@ def smoke_channels(binary: str, tmp: Path) -> None:
         token = {"x-telegram-bot-api-secret-token": secrets["TELEGRAM_SECRET_TOKEN"]}
         check(_status(f"{base}/telegram", edit, token) == 200, "telegram update with the secret token")
         check(_status(f"{base}/telegram", edit, {}) == 401, "telegram update without the secret token")
+    print("ok  add github|telegram, start (POST /webhook, POST /telegram)")
+
+
+# {"challenge": "smoke-challenge", "token": "smoke-token", "type": "url_verification"} encrypted the
+# way Feishu does (AES-256-CBC, key SHA-256("smoke key"), IV first): decrypting it needs the
+# `cryptography` package inside the binary.
+_FEISHU_KEY = "smoke key"
+_FEISHU_CHALLENGE = (
+    "ZmFzdGFnZW50LXNtb2tlIW9OBdiMSTrmnhrMReiMmXJIGChusH4VhJY/3DhIcyvlszDK9rWJfNXM9nRdkiemON+Hge3XVzfi8sty"
+    "jeMVElXICLQ5AGuRowBkvvexV6hAfXlxoEQrXaDMERzSroEx8w=="
+)
+
+
+def smoke_slack_feishu(binary: str, tmp: Path) -> None:
+    """``add slack`` and ``add feishu --ingress webhook`` (no onboarding), then ``start`` answers
+    Slack's signed and Feishu's encrypted ``url_verification``."""
+    ok(binary, "init", "chat2", "--minimal", cwd=tmp)
+    ok(binary, "add", "slack", "chat2", "--no-onboard", cwd=tmp)
+    ok(binary, "add", "feishu", "chat2", "--ingress", "webhook", "--no-onboard", cwd=tmp)
+    agent = tmp / "chat2" / "fastagent"
+    for rel in ("channels/slack.py", "tools/slack_send.py", "channels/feishu.py", "tools/feishu_send.py"):
+        check((agent / rel).is_file(), f"add did not write {rel}")
+    with open(agent / ".env", "a", encoding="utf-8") as fh:
+        fh.write(
+            "SLACK_BOT_TOKEN=xoxb-smoke\nSLACK_SIGNING_SECRET=smoke-signing\nSLACK_API_BASE_URL=http://127.0.0.1:9\n"
+            "FEISHU_APP_ID=cli_smoke\nFEISHU_APP_SECRET=smoke\nFEISHU_VERIFICATION_TOKEN=smoke-token\n"
+            f"FEISHU_ENCRYPT_KEY={_FEISHU_KEY}\nFEISHU_API_BASE_URL=http://127.0.0.1:9\n"
+        )
+    with _serving(binary, "chat2", tmp) as base:
+        challenge = b'{"type": "url_verification", "challenge": "slack-smoke", "token": "t"}'
+        stamp = str(int(time.time()))
+        signed = hmac.new(b"smoke-signing", b"v0:" + stamp.encode() + b":" + challenge, hashlib.sha256)
+        headers = {
+            "content-type": "application/json",
+            "x-slack-request-timestamp": stamp,
+            "x-slack-signature": "v0=" + signed.hexdigest(),
+        }
+        check(_answer(f"{base}/slack", challenge, headers) == (200, '{"challenge": "slack-smoke"}'), "slack")
+        check(_status(f"{base}/slack", challenge, {**headers, "x-slack-signature": "v0=0"}) == 401, "slack")
+        body = json.dumps({"encrypt": _FEISHU_CHALLENGE}).encode()
+        answer = _answer(f"{base}/feishu", body, {"content-type": "application/json"})
+        check(
+            answer == (200, '{"challenge": "smoke-challenge"}'),
+            "feishu encrypted url_verification",
+            str(answer),
+        )
+    print("ok  add slack|feishu, start (POST /slack signed, POST /feishu encrypted)")
+
+
+@contextlib.contextmanager
+def _serving(binary: str, name: str, tmp: Path) -> Iterator[str]:
+    """``fastagent start <name>`` on a free port; yields its base URL, stops it (SIGTERM) after."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_")}
+    proc = subprocess.Popen(
+        [binary, "start", name, "--port", "0", "--bind", "127.0.0.1", "--model", "scripted/echo"],
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield f"http://127.0.0.1:{_listen_port(proc)}"
     finally:
         proc.terminate()
         try:
@@ -262,16 +318,19 @@ def smoke_channels(binary: str, tmp: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    print("ok  add github|telegram, start (POST /webhook, POST /telegram)")
 
 
-def _status(url: str, body: bytes, headers: dict[str, str]) -> int:
+def _answer(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
     request = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return int(response.status)
+            return int(response.status), response.read().decode()
     except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        return int(exc.code), exc.read().decode()
+
+
+def _status(url: str, body: bytes, headers: dict[str, str]) -> int:
+    return _answer(url, body, headers)[0]
 
 
 def _listen_port(proc: subprocess.Popen[str]) -> int:
@@ -431,6 +490,7 @@ def main() -> int:
             smoke_cli(binary, Path(tmp))
             smoke_start(binary, Path(tmp))
             smoke_channels(binary, Path(tmp))
+            smoke_slack_feishu(binary, Path(tmp))
             smoke_web_chat(binary, Path(tmp))
             smoke_chat(binary, Path(tmp))
         except (SmokeFailure, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
