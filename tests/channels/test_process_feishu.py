@@ -1,6 +1,7 @@
 """Feishu/Lark through the real ``fastagent start`` process and a fake Open Platform on 127.0.0.1:
 the webhook's verification modes (encrypted and plain), redeliveries deduplicated, a card failing
-over to text, kill -9 mid-turn replayed exactly once, and the WebSocket long connection."""
+over to text, kill -9 mid-turn replayed exactly once, a thread with two humans, a long answer split
+between the card and follow-up messages, and the WebSocket long connection."""
 
 from __future__ import annotations
 
@@ -192,5 +193,68 @@ async def test_the_websocket_long_connection(tmp_path: Path, fake: FakeFeishu) -
             http.get(f"http://127.0.0.1:{bot.port}/health") as response,
         ):
             assert response.status == 200
+    finally:
+        await bot.aclose()
+
+
+async def test_a_thread_with_two_humans_and_a_long_answer(tmp_path: Path, fake: FakeFeishu) -> None:
+    agent = make_agent(tmp_path / "agent", "feishu_channel", "FEISHU_VERIFICATION_TOKEN=vtoken\n")
+    (agent / "bot.py").write_text(BOT.replace('"data " * 250', '"data " * 800'))  # 6 x 4 000 chars
+    bot = Bot(agent, fake)
+
+    def answered(text: str) -> bool:
+        return any(text in shown for shown in fake.shown("oc_g"))
+
+    def asked(text: str) -> int:
+        return sum(1 for p in bot.prompts() if text in p["text"])
+
+    def in_thread(text: str, sender: str = "ou_alice", **extra: Any) -> dict[str, Any]:
+        return fake.envelope(
+            text,
+            chat_id="oc_g",
+            chat_type="group",
+            sender=sender,
+            root_id="om_root",
+            thread_id="omt_om_root",
+            **extra,
+        )
+
+    try:
+        await bot.start()
+        ask = fake.envelope(
+            "@_user_1 first question",
+            chat_id="oc_g",
+            chat_type="group",
+            mentions=mention_bot(),
+            message_id="om_root",
+        )
+        await bot.post(*fake.delivery(ask))
+        await fake.wait_until(lambda: answered("first question"), what="the first answer")
+        # One person talking to the agent in its thread: a bare reply is answered.
+        await bot.post(*fake.delivery(in_thread("and a follow-up")))
+        await fake.wait_until(lambda: answered("echo: and a follow-up"), what="a bare reply answered")
+        # A second person joins: bare replies are discussion now, until someone mentions the bot.
+        await bot.post(*fake.delivery(in_thread("I disagree", sender="ou_bob")))
+        await bot.post(*fake.delivery(in_thread("bare again")))
+        await asyncio.sleep(1.5)
+        assert asked("I disagree") == 0 and asked("bare again") == 0
+        mention = in_thread("@_user_1 what do you think?", mentions=mention_bot())
+        await bot.post(*fake.delivery(mention))
+        await fake.wait_until(lambda: answered("what do you think?"), what="the mention answered")
+        assert asked("what do you think?") == 1
+        last = [p["text"] for p in bot.prompts() if "what do you think?" in p["text"]][0]
+        assert "user ou_bob (msg " in last and "I disagree" in last and "bare again" in last
+        threaded = [m for m in fake.messages if m.chat_id == "oc_g"]
+        assert len(threaded) == 3 and threaded[0].reply_to == "om_root" and all(m.reply_to for m in threaded)
+        # A long answer: the card holds the first 20 KB of Markdown, the rest follows as messages.
+        await bot.post(*fake.delivery(fake.envelope("LONG report please", chat_id="oc_long")))
+        await fake.wait_until(
+            lambda: any("Section 5" in s for s in fake.shown("oc_long")), what="the end of the long answer"
+        )
+        shown = fake.shown("oc_long")
+        assert len(shown) >= 2 and fake.messages[-len(shown)].msg_type == "interactive"
+        assert all(len(part.encode()) <= 20 * 1024 for part in shown)
+        whole = "".join(shown)
+        assert [whole.count(f"Section {i}") for i in range(6)] == [1] * 6 and whole.count("data") == 4_800
     finally:
         await bot.aclose()
