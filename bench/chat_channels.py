@@ -7,7 +7,8 @@
    ``turns.jsonl`` and flushed (fsync). Slack deliveries are signed (``v0`` HMAC); Feishu deliveries
    are AES-256-CBC encrypted and signed, so decryption is in the measured path. Every turn must be
    answered through the fake platform. Target: p99 <= 20 ms at 50 deliveries/s.
-2. Streaming update rates: ``--stream-turns`` turns at once, each streaming a tool call and ~2 800
+2. Streaming update rates: ``--stream-turns`` turns at once (sent right after the new threads, so
+   they stream while those turns are still being answered), each streaming a tool call and ~2 800
    characters for about 6 s. Slack: the gaps between writes to one native stream
    (``chat.startStream``/``appendStream``, >= 750 ms by design) and the most ``appendStream`` calls
    in any minute (Tier 4: 100+/min). Feishu: card snapshot writes per card in any 1 s (cardkit
@@ -133,8 +134,6 @@ async def slack_bench(args: argparse.Namespace, tmp: Path) -> bool:
                 await slack.wait_until(lambda: stopped() >= chats + count, within=180, what="answers")
                 answered = stopped() - chats
                 first, first_errors = await open_loop(http, url, fresh, args.rate, 200)
-                # the streams are measured alone: the new threads' turns are answered first
-                await slack.wait_until(lambda: stopped() >= chats + 2 * count, within=300, what="new threads")
                 stream_events = [
                     slack.event(message("stream please", channel=f"D9{n}", ts=f"9{n}.1"), secret=SLACK_SECRET)
                     for n in range(args.stream_turns)
@@ -144,7 +143,7 @@ async def slack_bench(args: argparse.Namespace, tmp: Path) -> bool:
                 lambda: (
                     sum(1 for m in slack.messages if m.stopped and "word399" in m.text) >= args.stream_turns
                 ),
-                within=120,
+                within=600,  # behind the new threads' turns on a busy machine
                 what="streams",
             )
         finally:
@@ -225,8 +224,6 @@ async def feishu_bench(args: argparse.Namespace, tmp: Path) -> bool:
                 await fake.wait_until(lambda: done() >= chats + count, within=180, what="answers")
                 answered = done() - chats
                 first, first_errors = await open_loop(http, url, fresh, args.rate, 200)
-                # the streams are measured alone: the new threads' turns are answered first
-                await fake.wait_until(lambda: done() >= chats + 2 * count, within=300, what="new threads")
                 streams = [
                     fake.delivery(
                         fake.envelope("stream please", chat_id=f"oc_s{n}", message_id=f"om_s{n}"),
@@ -245,7 +242,7 @@ async def feishu_bench(args: argparse.Namespace, tmp: Path) -> bool:
                     )
                     >= args.stream_turns
                 ),
-                within=120,
+                within=600,  # behind the new threads' turns on a busy machine
                 what="streamed cards",
             )
         finally:
