@@ -29,9 +29,10 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from fastagent_cli.state.atomic import FILE_MODE, atomic_write_json, dumps_line, make_private_dir, parse_jsonl
 
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 CHANNELS_STATE_DIR = "channels"
+
+R = TypeVar("R")
 
 
 def channel_home(state_root: Path, kind: str) -> Path:
@@ -129,6 +132,11 @@ class FileChannelState:
     few microseconds: the page cache takes it, as it takes session records); flushing to stable
     storage (``fdatasync``) and snapshot rewrites run in a worker thread, so the event loop never
     waits on the disk. One document is written by one writer at a time.
+
+    The flushes an acknowledgement waits for run on a thread of the store's own, not in the loop's
+    shared default executor: there they queued behind whatever else was running in its few
+    threads (a burst of new sessions publishing their records, each ending in an fsync), and a
+    webhook's ``200`` waited for all of it.
     """
 
     def __init__(self, home: Path) -> None:
@@ -136,6 +144,7 @@ class FileChannelState:
         self._generations: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._journals: dict[str, int] = {}
+        self._flusher: ThreadPoolExecutor | None = None
 
     @property
     def owner(self) -> str | None:
@@ -193,7 +202,7 @@ class FileChannelState:
                 _, self._generations[name] = await asyncio.to_thread(self._load, name)
             fd = self._journals.get(name)
             if fd is None:
-                fd = self._journals[name] = await asyncio.to_thread(self._open_journal, name)
+                fd = self._journals[name] = await self._flushing(self._open_journal, name)
             generation = self._generations[name]
             payload = "".join(dumps_line({"g": generation, "e": entry}) + "\n" for entry in entries)
             size = os.fstat(fd).st_size
@@ -204,8 +213,14 @@ class FileChannelState:
                     os.ftruncate(fd, size)  # a full disk took part of the lines: take them back
                 raise
             if sync:
-                await asyncio.to_thread(os.fdatasync, fd)
+                await self._flushing(os.fdatasync, fd)
         return None
+
+    async def _flushing(self, call: Callable[..., R], *args: Any) -> R:
+        """``call`` on the store's own flush thread (see the class doc)."""
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="fastagent-channel-flush")
+        return await asyncio.get_running_loop().run_in_executor(self._flusher, call, *args)
 
     def _open_journal(self, name: str) -> int:
         """Open the journal for appends; a line a crash cut short gets a line break first, so the
@@ -253,6 +268,9 @@ class FileChannelState:
                 fd = self._journals.pop(name, None)
                 if fd is not None:
                     os.close(fd)
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.shutdown(wait=False)
 
 
 def _write_all(fd: int, data: bytes) -> None:

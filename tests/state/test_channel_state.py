@@ -3,9 +3,11 @@ corrupt files reported (never raised), crashes between steps tolerated."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,24 @@ async def test_appends_then_replace_round_trip(tmp_path: Path) -> None:
     await store.append("turns", [{"op": "add", "n": 4}])
     loaded = await FileChannelState(tmp_path).load("turns")
     assert loaded.snapshot == {"state": [1, 2, 3]} and loaded.journal == [{"op": "add", "n": 4}]
+
+
+async def test_an_acknowledged_append_does_not_queue_behind_the_default_executor(tmp_path: Path) -> None:
+    # a burst of new sessions fills the loop's default executor with record publishes (each ending
+    # in an fsync); the flush an acknowledgement waits for used to queue behind all of them
+    store = FileChannelState(tmp_path)
+    await store.append("turns", [{"op": "add", "n": 1}])
+    loop = asyncio.get_running_loop()
+    release = threading.Event()
+    blockers = [loop.run_in_executor(None, release.wait, 60) for _ in range(64)]
+    try:
+        await asyncio.wait_for(store.append("turns", [{"op": "add", "n": 2}], sync=True), 10)
+    finally:
+        release.set()
+        await asyncio.gather(*blockers)
+        await store.aclose()
+    loaded = await FileChannelState(tmp_path).load("turns")
+    assert loaded.journal == [{"op": "add", "n": 1}, {"op": "add", "n": 2}]
 
 
 async def test_a_snapshot_is_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

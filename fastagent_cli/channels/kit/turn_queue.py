@@ -1,10 +1,18 @@
-"""Per-session FIFO turn queue (feature K4): one turn at a time per session, sessions concurrent.
+"""Per-session FIFO turn queue (feature K4): one turn at a time per session, sessions concurrent,
+at most :data:`MAX_RUNNING_TURNS` of them running at once.
 
 In memory only: durability is the turn store's job, layered on top by the channel. A second turn
 for a busy session waits for the first instead of colliding on the session lease, and
 ``on_queued_behind`` is called at once so the channel can tell the asker ("⏳ Queued ...").
 Every accepted turn counts as in-flight work (:mod:`~fastagent_cli.channels.kit.work`) from
 acceptance until it settles.
+
+The bound on running turns keeps a burst of new conversations from running all at once: 500 turns
+started together share the event loop, the HTTP connection pool and the disk, so each took as long
+as all of them together (the first answers came after minutes, and the webhook acknowledgements
+waited behind that work). Over the bound, turns wait for a free slot in acceptance order (a turn
+waiting for its session's previous turn holds no slot), and are answered at the rate the machine
+sustains.
 """
 
 from __future__ import annotations
@@ -17,11 +25,14 @@ from typing import Generic, TypeVar
 
 from fastagent_cli.channels.kit.work import begin_work
 
-__all__ = ["TurnQueue"]
+__all__ = ["MAX_RUNNING_TURNS", "TurnQueue"]
 
 log = logging.getLogger("fastagent.channel")
 
 T = TypeVar("T")
+
+MAX_RUNNING_TURNS = 32
+"""Turns of one channel running at once (across sessions); the rest wait in acceptance order."""
 
 
 class TurnQueue(Generic[T]):
@@ -32,13 +43,18 @@ class TurnQueue(Generic[T]):
         label: str,
         session_of: Callable[[T], str],
         on_queued_behind: Callable[[T], None] | None = None,
+        max_running: int = MAX_RUNNING_TURNS,
     ) -> None:
+        if max_running < 1:
+            raise ValueError("max_running must be at least 1")
         self._run = run
         self._label = label
         self._session_of = session_of
         self._on_queued_behind = on_queued_behind
         self._tails: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(max_running)
+        self._running = 0
 
     def accept(self, item: T) -> None:
         """Schedule ``item`` after the session's previous turn."""
@@ -58,7 +74,12 @@ class TurnQueue(Generic[T]):
         try:
             if previous is not None:
                 await asyncio.wait({previous})
-            await self._run(item)
+            async with self._slots:
+                self._running += 1
+                try:
+                    await self._run(item)
+                finally:
+                    self._running -= 1
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -73,6 +94,11 @@ class TurnQueue(Generic[T]):
 
     def busy(self, session: str) -> bool:
         return session in self._tails
+
+    @property
+    def running(self) -> int:
+        """Turns running now (at most ``max_running``)."""
+        return self._running
 
     @property
     def sessions(self) -> list[str]:

@@ -91,6 +91,55 @@ async def test_closing_cancels_running_and_queued_turns() -> None:
     assert cancelled == [1] and active_work() == before
 
 
+async def test_a_burst_of_new_sessions_runs_at_most_max_running_turns_in_arrival_order() -> None:
+    # 500 new conversations at once used to run all together: each shared the loop, the HTTP pool
+    # and the disk with all the others, so the first answer came only when nearly all were done
+    gates: dict[int, asyncio.Event] = {n: asyncio.Event() for n in range(10)}
+    started: list[int] = []
+    most = 0
+
+    async def run(item: int) -> None:
+        nonlocal most
+        started.append(item)
+        most = max(most, queue.running)
+        await gates[item].wait()
+
+    queue: TurnQueue[int] = TurnQueue(run, label="[t]", session_of=lambda item: f"s{item}", max_running=3)
+    before = active_work()
+    for n in range(10):
+        queue.accept(n)
+    await asyncio.sleep(0.05)
+    assert started == [0, 1, 2] and queue.running == 3
+    assert active_work() == before + 10 and all(queue.busy(f"s{n}") for n in range(10))
+    gates[1].set()
+    await asyncio.sleep(0.05)
+    assert started == [0, 1, 2, 3]  # the next in arrival order takes the freed slot
+    for gate in gates.values():
+        gate.set()
+    await queue.idle()
+    assert started == list(range(10)) and most == 3 and queue.running == 0 and active_work() == before
+
+
+async def test_a_turn_waiting_for_its_session_holds_no_running_slot() -> None:
+    gates = {name: asyncio.Event() for name in ("a1", "a2", "b1")}
+    started: list[str] = []
+
+    async def run(item: tuple[str, str]) -> None:
+        started.append(item[1])
+        await gates[item[1]].wait()
+
+    queue: TurnQueue[tuple[str, str]] = TurnQueue(run, label="[t]", session_of=lambda i: i[0], max_running=2)
+    queue.accept(("a", "a1"))
+    queue.accept(("a", "a2"))  # waits for a1 without a slot
+    queue.accept(("b", "b1"))
+    await asyncio.sleep(0.05)
+    assert started == ["a1", "b1"]
+    for gate in gates.values():
+        gate.set()
+    await queue.idle()
+    assert started == ["a1", "b1", "a2"]
+
+
 def test_the_work_counter_is_idempotent_per_unit() -> None:
     before = active_work()
     done = begin_work()
