@@ -30,6 +30,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "empty_usage",
+    "is_failed_turn",
     "message_text",
     "now_ms",
 ]
@@ -45,6 +46,12 @@ TOOL_BUDGET_NOTE = (
 )
 """The user note the engine appends when a turn's tool rounds are used up (models that replay a
 conversation, like the scripted one, skip it when they look for the latest user text)."""
+
+
+def is_failed_turn(message: Mapping[str, Any]) -> bool:
+    """An assistant message that ended in ``error`` or ``aborted``: recorded (with its partial
+    content and ``errorMessage``) but never sent back to a model (pi's transform drops it)."""
+    return message.get("role") == "assistant" and message.get("stopReason") in ("error", "aborted")
 
 
 def now_ms() -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastagent_cli.errors import ProviderError
-from fastagent_cli.messages import StopReason, now_ms
+from fastagent_cli.messages import StopReason, is_failed_turn, now_ms
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -141,7 +141,7 @@ def transform_messages(
 
     for message in messages:
         if message["role"] == "assistant":
-            if message.get("stopReason") in ("error", "aborted"):
+            if is_failed_turn(message):
                 continue
             flush_pending()
             adapted = _adapt_assistant(message, model, normalize_id)

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from fastagent_cli.contract import json_text
 from fastagent_cli.errors import ProviderError
+from fastagent_cli.messages import is_failed_turn
 from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_same_model, wire_arguments
 from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
@@ -137,7 +138,7 @@ class _Conversion:
         for message in messages:
             role = message["role"]
             if role == "assistant":
-                if message.get("stopReason") in ("error", "aborted"):
+                if is_failed_turn(message):
                     continue  # a failed turn is not sent back
                 self.flush_pending()
                 wire, calls = self.cached(message)

@@ -40,12 +40,12 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 from fastagent_cli.errors import ModelError, ProviderError
-from fastagent_cli.messages import TOOL_BUDGET_NOTE, now_ms
+from fastagent_cli.messages import TOOL_BUDGET_NOTE, is_failed_turn, now_ms
 from fastagent_cli.models.types import (
     AssistantMessage,
     Message,
@@ -126,6 +126,8 @@ class ScriptedModel:
         return None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
+        # like every wire client, it never sees a failed or aborted turn of the history
+        request = replace(request, messages=[m for m in request.messages if not is_failed_turn(m)])
         text, round_ = _latest_user(request.messages)
         step = await self._step(request, text, round_)
         yield_delay = float(step.get("delayMs", 0)) / 1000

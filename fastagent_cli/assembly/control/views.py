@@ -7,6 +7,7 @@ from typing import Any
 
 from fastagent_cli.control import EntryView, SessionListing, SessionUsage
 from fastagent_cli.engine.compaction import context_tokens
+from fastagent_cli.messages import is_failed_turn
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms
 from fastagent_cli.sessions.record import SessionRecord, is_position
 
@@ -21,7 +22,9 @@ def _text(message: Mapping[str, Any]) -> str:
 
 
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
-    """``{text, thinking?, toolCalls?: [{id, name, args}]}``: what a transcript shows of an answer."""
+    """``{text, thinking?, toolCalls?: [{id, name, args}], stopReason?, errorMessage?}``: what a
+    transcript shows of an answer (``stopReason`` only for the partial answer of an ``aborted`` or
+    ``error`` turn)."""
     blocks = [b for b in message.get("content") or [] if isinstance(b, Mapping)]
     data: dict[str, Any] = {"text": _text(message)}
     thinking = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
@@ -34,6 +37,9 @@ def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     ]
     if calls:
         data["toolCalls"] = calls
+    if is_failed_turn(message):
+        data["stopReason"] = message["stopReason"]
+        data["errorMessage"] = str(message.get("errorMessage") or "")
     return data
 
 

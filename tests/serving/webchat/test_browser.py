@@ -273,7 +273,13 @@ def test_stop_ends_a_long_run(page: Page) -> None:
     assert page.control("GET", f"/sessions/{session}")["status"] == "idle"
     time.sleep(1)  # nothing keeps streaming after the stop
     assert "word120" not in page.text()
+    assert "word5" in page.text(), "the stopped partial answer stays on screen"
     screenshot(page.driver, "05-stopped")
+    entries = page.control("GET", f"/sessions/{session}/entries")["entries"]
+    assert entries[-1]["kind"] == "assistant" and entries[-1]["data"]["stopReason"] == "aborted"
+    page.open(session).ready()  # a reload: the partial answer is in the history, marked
+    page.wait_text("word5")
+    assert page.text(".msg.assistant .cut-off") == "Stopped"
 
 
 def test_typing_while_it_runs_steers_it_and_alt_enter_queues_a_follow_up(page: Page) -> None:

@@ -136,6 +136,9 @@ export class Transcript {
       if (entry.data.thinking) node.append(thinkingBlock(entry.data.thinking));
       if (entry.data.text) node.append(renderMarkdown(entry.data.text));
       for (const call of entry.data.toolCalls || []) node.append(this.tool(call.id).node);
+      // the partial answer of a stopped (or failed) turn stays, marked as cut off
+      if (entry.data.stopReason === "aborted") node.append(el("div", "cut-off", "Stopped"));
+      else if (entry.data.stopReason === "error") node.append(el("div", "cut-off error", entry.data.errorMessage || "Failed"));
     } else if (entry.kind === "tool") {
       if (this.tools.has(entry.data.toolCallId)) return null; // shown on its call's line
       node = el("div", "msg assistant");
