@@ -35,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
@@ -67,7 +68,7 @@ class _Batch:
         self.sync = sync
 
 
-class JournaledState(Generic[S]):
+class JournaledState(ABC, Generic[S]):
     """Base of the channel stores: subclasses implement :meth:`empty`, :meth:`decode`,
     :meth:`encode` and :meth:`apply`."""
 
@@ -96,20 +97,22 @@ class JournaledState(Generic[S]):
 
     # --- what a store defines -------------------------------------------------------------------
 
+    @abstractmethod
     def empty(self) -> S:
-        raise NotImplementedError
+        """The state before any operation."""
 
+    @abstractmethod
     def decode(self, data: Any) -> S:
         """The state from a snapshot's data; :class:`ValueError` when it has the wrong shape."""
-        raise NotImplementedError
 
+    @abstractmethod
     def encode(self, state: S) -> Any:
-        raise NotImplementedError
+        """The snapshot's data for ``state`` (what :meth:`decode` reads back)."""
 
+    @abstractmethod
     def apply(self, state: S, op: Mapping[str, Any]) -> None:
         """Change ``state`` by one operation; :class:`ValueError` when the operation is malformed.
         Must be deterministic: replaying the journal rebuilds the same state."""
-        raise NotImplementedError
 
     # --- lifecycle ------------------------------------------------------------------------------
 
