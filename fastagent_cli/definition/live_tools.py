@@ -84,7 +84,7 @@ class LiveTools:
             settings = self._code_settings
             servers = {name: config.code_mode for name, config in self.servers.items()}
             if (settings is not None and settings.enabled) or any(servers.values()):
-                from fastagent_cli.tools.code_mode import CodeMode
+                from fastagent_cli.tools.code_mode.run_code import CodeMode
 
                 self._code_mode = CodeMode(settings, servers)
         return self._code_mode

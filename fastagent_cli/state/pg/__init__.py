@@ -14,7 +14,22 @@ when it first connects.
 * :mod:`.claims`: schedule claims and wake-ups; :mod:`.channel_state`: channel documents.
 """
 
-from fastagent_cli.state.pg.database import Database
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from fastagent_cli.state.pg.settings import DATABASE_URL_ENV, DatabaseSettings, redact_url
 
+if TYPE_CHECKING:
+    from fastagent_cli.state.pg.database import Database
+
 __all__ = ["DATABASE_URL_ENV", "Database", "DatabaseSettings", "redact_url"]
+
+
+def __getattr__(name: str) -> Any:
+    # Every agent reads the backend settings; only one on the database needs the connection code.
+    if name == "Database":
+        from fastagent_cli.state.pg.database import Database
+
+        return Database
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
