@@ -1,0 +1,180 @@
+"""The runtime of one mounted Feishu/Lark channel: its state stores, its turn runner and queue, and
+the lifecycle around them (open the stores, learn the bot identity, recover unfinished turns, close).
+
+Acceptance of pushed events lives in :class:`~fastagent_cli.channels.feishu.intake.FeishuIntake`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
+from fastagent_cli.channels.feishu.cloud import Cloud
+from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.feishu.owned import OwnedThreads
+from fastagent_cli.channels.feishu.parse import buffer_line
+from fastagent_cli.channels.feishu.preview import Mounted
+from fastagent_cli.channels.feishu.runner import FeishuRunner, is_turn
+from fastagent_cli.channels.kit.context_buffer import ContextBuffer
+from fastagent_cli.channels.kit.document import StateDocument
+from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
+from fastagent_cli.channels.kit.invoke import default_error_message
+from fastagent_cli.channels.kit.journal import StateWriteError
+from fastagent_cli.channels.kit.participants import ThreadParticipants
+from fastagent_cli.channels.kit.seen import SeenRing
+from fastagent_cli.channels.kit.turn_queue import TurnQueue
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.errors import ServeError
+from fastagent_cli.state.channel_state import channel_home
+
+__all__ = ["BOT_INFO_WAIT_S", "GROUP_CONTEXT_SCOPE", "FeishuRuntime"]
+
+log = logging.getLogger("fastagent.channel")
+
+GROUP_CONTEXT_SCOPE = "im:message.group_msg"
+BOT_INFO_WAIT_S = 2.0
+
+
+class FeishuRuntime(FeishuIntake):
+    """The acceptance boundary and the turn engine of one mounted Feishu/Lark channel."""
+
+    def __init__(self, cloud: Cloud, options: dict[str, Any], ctx: Any, app_id: str, app_secret: str) -> None:
+        self.cloud = cloud
+        self.label = cloud.label
+        self.kind = cloud.kind
+        self.app_id = app_id
+        self.route = options.get("route")
+        self.modes = {
+            "p2p": options.get("direct_message_session") or "threaded",
+            "group": options.get("group_message_session") or "threaded",
+        }
+        self.control = getattr(ctx, "control", None)
+        self.api = FeishuApi(
+            cloud.kind, cloud.resolve_api_base(options.get("api_base_url")), app_id, app_secret
+        )
+        store = self.store = open_channel_state(ctx, cloud.kind)
+        self.turns = TurnStore(store, label=self.label, is_record=is_turn, order=lambda r: r.get("seq", 0))
+        self.buffers = ContextBuffer(store, label=self.label, line=buffer_line)
+        self.seen = SeenRing(store, label=self.label)
+        self.participants = ThreadParticipants(store, label=self.label)
+        self.owned = OwnedThreads(store, label=self.label)
+        self.bot = StateDocument(
+            store,
+            "bot",
+            label=self.label,
+            check=lambda v: isinstance(v, dict) and isinstance(v.get("appId"), str),
+        )
+        self.runner = FeishuRunner(
+            ctx.agent,
+            self.api,
+            self.turns,
+            self.buffers,
+            channel_home(state_root_of(ctx), cloud.kind) / "files",
+            options.get("on_error") or default_error_message,
+            label=self.label,
+            on_answered=self._answered,
+        )
+        self.queue: TurnQueue[TurnRecord] = TurnQueue(
+            self.runner.run,
+            label=self.label,
+            session_of=lambda r: str(r["session"]),
+            on_queued_behind=self.runner.queued,
+        )
+        self.bot_open_id: str | None = None
+        self.seq = 0
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def stores(self) -> tuple[Any, ...]:
+        return (self.turns, self.buffers, self.seen, self.participants, self.owned, self.bot)
+
+    async def start(self) -> None:
+        try:
+            for store in self.stores:
+                await store.open()
+        except OSError as exc:
+            raise ServeError(
+                f"{self.kind} channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
+            ) from None
+        cached = self.bot.value
+        if (
+            isinstance(cached, dict)
+            and cached.get("appId") == self.app_id
+            and isinstance(cached.get("openId"), str)
+        ):
+            self.bot_open_id = cached["openId"]
+        lookup = self._spawn(self._identity())
+        self._spawn(self._visibility())
+        await asyncio.wait({lookup}, timeout=BOT_INFO_WAIT_S)
+        pending = self.turns.recover()
+        if pending:
+            log.info("%s recovering %d unfinished turn(s) from a prior run", self.label, len(pending))
+        self.seq = max((int(r.get("seq", 0)) for r in pending), default=0)
+        for record in pending:
+            self.queue.accept(record)
+
+    async def _identity(self) -> None:
+        try:
+            bot = await self.api.bot_info()
+        except FeishuApiError as exc:
+            state = (
+                "running on the cached identity (bot.json)"
+                if self.bot_open_id
+                else "group @mention summons stay off until it answers"
+            )
+            log.warning("%s bot/v3/info failed; %s: %s", self.label, state, exc)
+            return
+        open_id = bot.get("open_id") if isinstance(bot.get("open_id"), str) else None
+        if open_id is None:
+            log.warning("%s bot/v3/info returned no open_id — group @mention summons stay off", self.label)
+        self.bot_open_id = open_id
+        try:
+            await self.bot.set(
+                {"appId": self.app_id, "openId": open_id} if open_id else {"appId": self.app_id}
+            )
+        except StateWriteError as exc:
+            log.warning("%s could not cache the bot identity: %s", self.label, exc)
+
+    async def _visibility(self) -> None:
+        try:
+            scopes = await self.api.list_scopes()
+        except FeishuApiError as exc:
+            log.warning("%s could not inspect group visibility: %s", self.label, exc)
+            return
+        granted = any(
+            s.get("scope_name") == GROUP_CONTEXT_SCOPE and s.get("grant_status") == 1 for s in scopes
+        )
+        if granted:
+            log.info(
+                "%s group visibility: context-aware — buffered discussion and bare replies in "
+                "the agent's threads",
+                self.label,
+            )
+        else:
+            log.warning(
+                "%s group visibility: @mentions only — %s is not granted, so bare replies in the "
+                "agent's threads and "
+                "group context buffering are unavailable",
+                self.label,
+                GROUP_CONTEXT_SCOPE,
+            )
+
+    async def aclose(self) -> None:
+        await self.queue.aclose()
+        await self.runner.aclose()
+        for task in list(self.tasks):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        for store in self.stores:
+            await store.aclose()
+        await self.store.aclose()
+        await self.api.aclose()
+
+    def _answered(self, record: TurnRecord, preview: Mounted | None) -> None:
+        self.owned.answered_in(record["chat"], record["session"])
+        if preview is not None and preview.thread_id and record.get("in_thread"):
+            self.owned.learn_thread(preview.thread_id, record["session"])

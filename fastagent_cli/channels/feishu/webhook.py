@@ -1,0 +1,95 @@
+"""The Feishu/Lark webhook ingress: ``POST /<kind>`` checks (O3-O5, in the order
+:mod:`~fastagent_cli.channels.feishu.channel` documents), then the runtime's acceptance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
+from fastagent_cli.channels.feishu.runtime import FeishuRuntime
+from fastagent_cli.channels.kit.journal import StateWriteError
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+
+__all__ = ["FeishuWebhook"]
+
+log = logging.getLogger("fastagent.channel")
+
+
+class FeishuWebhook:
+    def __init__(self, runtime: FeishuRuntime, token: str, encrypt_key: str | None) -> None:
+        self.runtime = runtime
+        self.token = token
+        self.key = encrypt_key
+        self.label = runtime.label
+        self.prefix = runtime.cloud.env_prefix
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if request.method != "POST":
+            return text_response("POST only\n", 405)
+        raw = await read_body_capped(request, MAX_BODY_BYTES)
+        if raw is None:
+            return text_response("payload too large\n", 413)
+        try:
+            outer = json.loads(raw)
+        except ValueError:
+            return text_response("invalid json\n", 400)
+        if not isinstance(outer, dict):
+            return text_response("invalid json\n", 400)
+        if isinstance(outer.get("encrypt"), str):
+            if not self.key:
+                log.error(
+                    "%s an encrypted event arrived but no encrypt key is set: set %s_ENCRYPT_KEY",
+                    self.label,
+                    self.prefix,
+                )
+                return text_response("encrypt key not configured\n", 400)
+            signature = request.headers.get("x-lark-signature", "")
+            timestamp = request.headers.get("x-lark-request-timestamp", "")
+            nonce = request.headers.get("x-lark-request-nonce", "")
+            if signature and not verify_signature(self.key, timestamp, nonce, signature, raw):
+                log.warning("%s rejected an event with an invalid X-Lark-Signature", self.label)
+                return text_response("invalid signature\n", 401)
+            try:
+                envelope = json.loads(decrypt_event(self.key, outer["encrypt"]))
+            except (DecryptError, ValueError):
+                return text_response("invalid encrypted payload\n", 400 if signature else 401)
+            if not isinstance(envelope, dict):
+                return text_response("invalid encrypted payload\n", 400)
+            if not signature and envelope.get("type") != "url_verification":
+                log.warning("%s rejected an unsigned encrypted event", self.label)
+                return text_response("invalid signature\n", 401)
+        else:
+            if self.key:
+                log.warning("%s rejected a plaintext event while an encrypt key is set", self.label)
+                return text_response("plaintext events not accepted\n", 401)
+            envelope = outer
+        header: dict[str, Any] = envelope["header"] if isinstance(envelope.get("header"), dict) else {}
+        token = envelope.get("token") if isinstance(envelope.get("token"), str) else header.get("token")
+        if not secrets_match(token if isinstance(token, str) else None, self.token):
+            log.warning(
+                "%s rejected an event: verification token mismatch (check %s_VERIFICATION_TOKEN)",
+                self.label,
+                self.prefix,
+            )
+            return text_response("invalid token\n", 401)
+        if envelope.get("type") == "url_verification" and isinstance(envelope.get("challenge"), str):
+            log.info("%s answered the url_verification challenge", self.label)
+            return web.json_response({"challenge": envelope["challenge"]})
+        if header.get("event_type") != "im.message.receive_v1":
+            return web.Response(status=200)
+        try:
+            await asyncio.shield(self.runtime.accept(envelope.get("event") or {}))
+        except StateWriteError as exc:
+            log.error(
+                "%s could not persist event %s, so it will be pushed again: %s",
+                self.label,
+                header.get("event_id"),
+                exc,
+            )
+            return text_response("cannot persist the event\n", 500)
+        return web.Response(status=200)
