@@ -6,9 +6,8 @@ Everything :meth:`FeishuIntake.accept` does is durable before the platform gets 
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
@@ -22,6 +21,7 @@ from fastagent_cli.channels.feishu.parse import (
 )
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.participants import ThreadParticipants
+from fastagent_cli.channels.kit.runtime import BackgroundTasks
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
@@ -50,13 +50,7 @@ class FeishuIntake:
     queue: TurnQueue[TurnRecord]
     bot_open_id: str | None
     seq: int
-    tasks: set[asyncio.Task[Any]]
-
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
+    tasks: BackgroundTasks
 
     def _decide(self, event: Mapping[str, Any]) -> FeishuRoute | None:
         try:
@@ -168,7 +162,7 @@ class FeishuIntake:
             in_thread = bool(thread_id) and reply_to is not None
         if is_stop_text(" ".join(w for w in text.split() if not w.startswith("@"))):
             self.seen.add(message_id)
-            self._spawn(self._stop(session, FeishuTarget(target_chat, reply_to, in_thread)))
+            self.tasks.spawn(self._stop(session, FeishuTarget(target_chat, reply_to, in_thread)))
             return
         prompt = route.text if route.text is not None else feishu_envelope(event, self.kind)
         if not prompt.strip() and not resources:

@@ -7,7 +7,6 @@ Acceptance of pushed events lives in :class:`~fastagent_cli.channels.feishu.inta
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -24,10 +23,16 @@ from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import default_error_message
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.participants import ThreadParticipants
+from fastagent_cli.channels.kit.runtime import (
+    BackgroundTasks,
+    close_runtime,
+    last_seq,
+    open_stores,
+    recover_turns,
+    session_queue,
+)
 from fastagent_cli.channels.kit.seen import SeenRing
-from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.errors import ServeError
 from fastagent_cli.state.channel_state import channel_home
 
 __all__ = ["BOT_INFO_WAIT_S", "GROUP_CONTEXT_SCOPE", "FeishuRuntime"]
@@ -77,28 +82,17 @@ class FeishuRuntime(FeishuIntake):
             label=self.label,
             on_answered=self._answered,
         )
-        self.queue: TurnQueue[TurnRecord] = TurnQueue(
-            self.runner.run,
-            label=self.label,
-            session_of=lambda r: str(r["session"]),
-            on_queued_behind=self.runner.queued,
-        )
+        self.queue = session_queue(self.runner, self.label)
         self.bot_open_id: str | None = None
         self.seq = 0
-        self.tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = BackgroundTasks()
 
     @property
     def stores(self) -> tuple[Any, ...]:
         return (self.turns, self.buffers, self.seen, self.participants, self.owned, self.bot)
 
     async def start(self) -> None:
-        try:
-            for store in self.stores:
-                await store.open()
-        except OSError as exc:
-            raise ServeError(
-                f"{self.kind} channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
-            ) from None
+        await open_stores(self.kind, self.stores)
         cached = self.bot.value
         if (
             isinstance(cached, dict)
@@ -106,13 +100,11 @@ class FeishuRuntime(FeishuIntake):
             and isinstance(cached.get("openId"), str)
         ):
             self.bot_open_id = cached["openId"]
-        lookup = self._spawn(self._identity())
-        self._spawn(self._visibility())
+        lookup = self.tasks.spawn(self._identity())
+        self.tasks.spawn(self._visibility())
         await asyncio.wait({lookup}, timeout=BOT_INFO_WAIT_S)
-        pending = self.turns.recover()
-        if pending:
-            log.info("%s recovering %d unfinished turn(s) from a prior run", self.label, len(pending))
-        self.seq = max((int(r.get("seq", 0)) for r in pending), default=0)
+        pending = recover_turns(self.turns, self.label)
+        self.seq = last_seq(pending)
         for record in pending:
             self.queue.accept(record)
 
@@ -163,16 +155,7 @@ class FeishuRuntime(FeishuIntake):
             )
 
     async def aclose(self) -> None:
-        await self.queue.aclose()
-        await self.runner.aclose()
-        for task in list(self.tasks):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        for store in self.stores:
-            await store.aclose()
-        await self.store.aclose()
-        await self.api.aclose()
+        await close_runtime(self.queue, self.runner, self.tasks, (*self.stores, self.store, self.api))
 
     def _answered(self, record: TurnRecord, preview: Mounted | None) -> None:
         self.owned.answered_in(record["chat"], record["session"])

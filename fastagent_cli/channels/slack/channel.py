@@ -31,7 +31,6 @@ State lives in ``<state root>/channels/slack/`` (``turns``, ``seen``, ``buffers`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -49,9 +48,16 @@ from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_mess
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.participants import ThreadParticipants
 from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.runtime import (
+    BackgroundTasks,
+    close_runtime,
+    last_seq,
+    open_stores,
+    recover_turns,
+    session_queue,
+)
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
-from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget, resolve_api_base
 from fastagent_cli.channels.slack.bot_auth import BotToken
@@ -270,18 +276,13 @@ class _Slack:
             reactions=reactions,
             ready=self._authenticated,
         )
-        self.queue: TurnQueue[TurnRecord] = TurnQueue(
-            self.runner.run,
-            label="[slack]",
-            session_of=lambda r: str(r["session"]),
-            on_queued_behind=self.runner.queued,
-        )
+        self.queue = session_queue(self.runner, "[slack]")
         self.team: str | None = None
         self.bot_user: str | None = None
         self.auth: asyncio.Task[bool] | None = None
         self.auth_at = float("-inf")
         self.seq = 0
-        self.tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = BackgroundTasks()
         self.welcoming: set[str] = set()
 
     def routes(self) -> ChannelRoutes:
@@ -294,20 +295,11 @@ class _Slack:
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        try:
-            await self.token.open()
-            for store in self.stores:
-                await store.open()
-        except OSError as exc:
-            raise ServeError(
-                f"slack channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
-            ) from None
-        self.auth = self._spawn(self._auth_test())
+        await open_stores(KIND, (self.token, *self.stores))
+        self.auth = self.tasks.spawn(self._auth_test())
         await asyncio.wait({self.auth}, timeout=AUTH_WAIT_S)
-        pending = self.turns.recover()
-        if pending:
-            log.info("[slack] recovering %d unfinished turn(s) from a prior run", len(pending))
-        self.seq = max((int(r.get("seq", 0)) for r in pending), default=0)
+        pending = recover_turns(self.turns, "[slack]")
+        self.seq = last_seq(pending)
         for record in pending:
             self.queue.accept(record)
 
@@ -328,30 +320,15 @@ class _Slack:
         if auth is None:
             return False
         if auth.done() and not auth.result() and time.monotonic() - self.auth_at >= AUTH_RETRY_S:
-            auth = self.auth = self._spawn(self._auth_test())
+            auth = self.auth = self.tasks.spawn(self._auth_test())
         try:
             return await asyncio.wait_for(asyncio.shield(auth), AUTH_WAIT_S)
         except TimeoutError:
             return False
 
     async def aclose(self) -> None:
-        await self.queue.aclose()
-        await self.runner.aclose()
-        for task in list(self.tasks):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        for store in self.stores:
-            await store.aclose()
-        await self.token.document.aclose()
-        await self.store.aclose()
-        await self.api.aclose()
-
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
+        closables = (*self.stores, self.token.document, self.store, self.api)
+        await close_runtime(self.queue, self.runner, self.tasks, closables)
 
     # --- the webhook ----------------------------------------------------------------------------
 
@@ -458,7 +435,7 @@ class _Slack:
         session = route.session or self._thread_key(team, channel, thread_ts or ts)
         if is_stop_text(strip_mentions(text)):
             self.seen.add(logical)
-            self._spawn(self._stop(session, SlackTarget(channel, thread_ts or ts)))
+            self.tasks.spawn(self._stop(session, SlackTarget(channel, thread_ts or ts)))
             return
         files = file_ids(event)
         prompt = route.text if route.text is not None else slack_envelope(envelope)
@@ -524,7 +501,7 @@ class _Slack:
         if key in self.welcomed or key in self.welcoming:
             return
         self.welcoming.add(key)
-        self._spawn(self._welcome(key, channel))
+        self.tasks.spawn(self._welcome(key, channel))
 
     async def _welcome(self, key: str, channel: str) -> None:
         try:

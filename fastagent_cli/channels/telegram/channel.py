@@ -35,7 +35,6 @@ and run by another, once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -51,10 +50,16 @@ from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.routes import ChannelRoutes, secret_matches
+from fastagent_cli.channels.kit.runtime import (
+    BackgroundTasks,
+    close_runtime,
+    open_stores,
+    recover_turns,
+    session_queue,
+)
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.stop import dispatch_stop
-from fastagent_cli.channels.kit.turn_queue import TurnQueue
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.api import (
     BOT_TOKEN_ENV,
     SECRET_TOKEN_ENV,
@@ -190,15 +195,10 @@ class _Bot:
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
         self.runner = TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error)
-        self.queue: TurnQueue[TurnRecord] = TurnQueue(
-            self.runner.run,
-            label="[telegram]",
-            session_of=lambda r: str(r["session"]),
-            on_queued_behind=self.runner.queued,
-        )
+        self.queue = session_queue(self.runner, "[telegram]")
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
-        self.tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = BackgroundTasks()
         if self.bot_id is None:
             log.warning("[telegram] the bot token has no numeric bot id: reply-to-bot summons wait for getMe")
 
@@ -208,18 +208,10 @@ class _Bot:
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        try:
-            for store in (self.turns, self.buffers, self.seen):
-                await store.open()
-        except OSError as exc:
-            raise ServeError(
-                f"telegram channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
-            ) from None
-        self._lookup = self._spawn(self._get_me())
+        await open_stores(KIND, (self.turns, self.buffers, self.seen))
+        self._lookup = self.tasks.spawn(self._get_me())
         await asyncio.wait({self._lookup}, timeout=GET_ME_WAIT_S)
-        pending = self.turns.recover()
-        if pending:
-            log.info("[telegram] recovering %d unfinished turn(s) from a prior run", len(pending))
+        pending = recover_turns(self.turns, "[telegram]")
         for record in pending:
             # The seen ring is written in the background: a kill can lose the id of a turn the
             # journal kept. Marking it again here stops a redelivery after the replay from
@@ -233,7 +225,7 @@ class _Bot:
         if self.bot_username is not None or (self._lookup is not None and not self._lookup.done()):
             return
         if time.monotonic() - self._looked_up >= GET_ME_RETRY_S:
-            self._lookup = self._spawn(self._get_me())
+            self._lookup = self.tasks.spawn(self._get_me())
 
     async def _get_me(self) -> None:
         self._looked_up = time.monotonic()
@@ -256,23 +248,8 @@ class _Bot:
             log.warning("%s", PRIVACY_WARNING)
 
     async def aclose(self) -> None:
-        await self.queue.aclose()
-        await self.runner.aclose()
-        for task in self.tasks:
-            task.cancel()
-        for task in list(self.tasks):
-            with contextlib.suppress(BaseException):
-                await task
-        for store in (self.turns, self.buffers, self.seen):
-            await store.aclose()
-        await self.store.aclose()
-        await self.api.aclose()
-
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
+        closables = (self.turns, self.buffers, self.seen, self.store, self.api)
+        await close_runtime(self.queue, self.runner, self.tasks, closables)
 
     # --- the webhook ----------------------------------------------------------------------------
 

@@ -1,0 +1,110 @@
+"""The start and stop of a chat channel's runtime, shared by the Telegram, Slack and Feishu/Lark
+channels.
+
+Start: :func:`open_stores` opens the channel's state stores (an unreadable one is a
+:class:`~fastagent_cli.errors.ServeError`), then :func:`recover_turns` hands back the turns a prior
+run left unfinished. :func:`session_queue` is the per-session FIFO every channel runs its turns on.
+Stop: :func:`close_runtime` drains the queue and the runner, cancels the background tasks
+(:class:`BackgroundTasks`) and closes the stores and the platform client, in that order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Coroutine, Iterable
+from typing import Any, Protocol, TypeVar
+
+from fastagent_cli.channels.kit.turn_queue import TurnQueue
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.errors import ServeError
+
+__all__ = [
+    "BackgroundTasks",
+    "close_runtime",
+    "last_seq",
+    "open_stores",
+    "recover_turns",
+    "session_queue",
+]
+
+log = logging.getLogger("fastagent.channel")
+
+T = TypeVar("T")
+
+
+class _Opens(Protocol):
+    async def open(self) -> Any: ...
+
+
+class _Closes(Protocol):
+    async def aclose(self) -> Any: ...
+
+
+class _Runner(Protocol):
+    def run(self, record: TurnRecord) -> Awaitable[None]: ...
+
+    def queued(self, record: TurnRecord) -> None: ...
+
+    async def aclose(self) -> Any: ...
+
+
+class BackgroundTasks:
+    """The fire-and-forget tasks of one channel runtime; :meth:`cancel` ends them all on close."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def cancel(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def open_stores(kind: str, stores: Iterable[_Opens]) -> None:
+    try:
+        for store in stores:
+            await store.open()
+    except OSError as exc:
+        raise ServeError(
+            f"{kind} channel state is unreadable: {exc.strerror or exc} ({exc.filename})"
+        ) from None
+
+
+def recover_turns(turns: TurnStore, label: str) -> list[TurnRecord]:
+    pending = turns.recover()
+    if pending:
+        log.info("%s recovering %d unfinished turn(s) from a prior run", label, len(pending))
+    return pending
+
+
+def last_seq(records: Iterable[TurnRecord]) -> int:
+    """The highest acceptance number among ``records`` (0 for none)."""
+    return max((int(r.get("seq", 0)) for r in records), default=0)
+
+
+def session_queue(runner: _Runner, label: str) -> TurnQueue[TurnRecord]:
+    """Turns run one at a time per session; one queued behind another gets the runner's notice."""
+    return TurnQueue(
+        runner.run, label=label, session_of=lambda r: str(r["session"]), on_queued_behind=runner.queued
+    )
+
+
+async def close_runtime(
+    queue: TurnQueue[TurnRecord], runner: _Closes, tasks: BackgroundTasks, closables: Iterable[_Closes]
+) -> None:
+    await queue.aclose()
+    await runner.aclose()
+    await tasks.cancel()
+    for closable in closables:
+        await closable.aclose()
