@@ -13,7 +13,6 @@ card (:mod:`~fastagent_cli.channels.feishu.preview`).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import logging
@@ -28,6 +27,7 @@ from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuT
 from fastagent_cli.channels.feishu.parse import decode_content
 from fastagent_cli.channels.feishu.preview import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
+from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
     REFERENT_MAX_CODE_POINTS,
     ChannelFailure,
@@ -39,20 +39,22 @@ from fastagent_cli.channels.kit.invoke import (
     stream_turn,
     truncate,
 )
-from fastagent_cli.channels.kit.lifecycle import run_durable_turn
+from fastagent_cli.channels.kit.lifecycle import (
+    DEFERRED_NOTICE,
+    DROPPED_NOTICE,
+    QUEUED_NOTICE,
+    QueuedNotices,
+    run_durable_turn,
+)
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
 from fastagent_cli.errors import one_line
-from fastagent_cli.state.atomic import FILE_MODE, make_private_dir
 
 __all__ = ["MAX_CHAIN_ANCESTORS", "QUEUED_NOTICE", "REPLY_HINT", "FeishuRunner", "is_turn"]
 
 log = logging.getLogger("fastagent.channel")
 
 MAX_CHAIN_ANCESTORS = 8
-QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
-DEFERRED_NOTICE = "⏳ Delayed by a temporary system issue — I’ll retry automatically."
-DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
 REPLY_HINT = (
     "\n\n(Format your reply in standard Markdown — it is rendered in a Feishu/Lark card. This reply is "
     "delivered to the current chat by the channel itself: do not call a send tool to answer the "
@@ -116,10 +118,10 @@ class FeishuRunner:
         self.label = label
         self.on_answered = on_answered
         self.previews: dict[str, Mounted] = {}
-        self.notices: dict[str, asyncio.Task[None]] = {}
+        self.notices: QueuedNotices[None] = QueuedNotices()
 
     def queued(self, record: TurnRecord) -> None:
-        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+        self.notices.post(record["id"], self._notice(record))
 
     async def _notice(self, record: TurnRecord) -> None:
         try:
@@ -130,14 +132,10 @@ class FeishuRunner:
             log.warning("%s the queue card failed (the turn still runs): %s", self.label, exc)
 
     async def aclose(self) -> None:
-        for task in self.notices.values():
-            task.cancel()
-        for task in self.notices.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
-        notice = self.notices.pop(record["id"], None)
+        notice = self.notices.take(record["id"])
         if notice is not None:
             await notice
         preview = self.previews.pop(record["id"], None)
@@ -326,14 +324,5 @@ class FeishuRunner:
         shown = str(name or key)
         safe = re.sub(r"[/\\]", "_", os.path.basename(shown)).lstrip(".") or "file"
         path = self.files / chat / f"{uuid.uuid4().hex[:8]}-{safe}"
-
-        def write() -> None:
-            make_private_dir(path.parent)
-            tmp = path.with_name(f".{path.name}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-
-        await asyncio.to_thread(write)
+        await save_attachment(path, data)
         return ManifestFile(shown, len(data), str(path))

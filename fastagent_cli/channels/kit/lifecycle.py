@@ -11,22 +11,62 @@ its session's FIFO order:
 3. the intent is removed in every case but one: an *interrupted* run (the process stopping
    mid-turn) keeps it, so the next start replays it.
 
+While a turn waits behind another of its session, its runner posts :data:`QUEUED_NOTICE` in a
+task that :class:`QueuedNotices` holds until the turn runs (or the channel closes).
+
 Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms)``, ``turn failed …``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.errors import one_line
 
-__all__ = ["TurnFailed", "TurnStopped", "run_durable_turn"]
+__all__ = [
+    "DEFERRED_NOTICE",
+    "DROPPED_NOTICE",
+    "QUEUED_NOTICE",
+    "QueuedNotices",
+    "TurnFailed",
+    "TurnStopped",
+    "run_durable_turn",
+]
 
 log = logging.getLogger("fastagent.channel")
+
+QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
+DEFERRED_NOTICE = "⏳ Delayed by a temporary system issue — I’ll retry automatically."
+DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
+
+T = TypeVar("T")
+
+
+class QueuedNotices(Generic[T]):
+    """The in-flight "queued" notices of a runner, by turn id."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[T]] = {}
+
+    def post(self, turn_id: str, notice: Coroutine[Any, Any, T]) -> None:
+        self._tasks[turn_id] = asyncio.create_task(notice)
+
+    def take(self, turn_id: str) -> asyncio.Task[T] | None:
+        """The turn's notice task (to await before the turn runs), or ``None`` when none was posted."""
+        return self._tasks.pop(turn_id, None)
+
+    async def aclose(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(BaseException):
+                await task
 
 
 class TurnFailed(Exception):

@@ -13,7 +13,6 @@ one into a note.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import logging
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
+from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
     ChannelFailure,
     ManifestFile,
@@ -32,21 +32,23 @@ from fastagent_cli.channels.kit.invoke import (
     missing_attachments_note,
     stream_turn,
 )
-from fastagent_cli.channels.kit.lifecycle import run_durable_turn
+from fastagent_cli.channels.kit.lifecycle import (
+    DEFERRED_NOTICE,
+    DROPPED_NOTICE,
+    QUEUED_NOTICE,
+    QueuedNotices,
+    run_durable_turn,
+)
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
 from fastagent_cli.channels.slack.render import render_reply, settle_notice
 from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
 from fastagent_cli.errors import one_line
-from fastagent_cli.state.atomic import FILE_MODE, make_private_dir
 
 __all__ = ["DROPPED_NOTICE", "MARKDOWN_HINT", "QUEUED_NOTICE", "SlackRunner", "is_turn"]
 
 log = logging.getLogger("fastagent.channel")
 
-QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
-DEFERRED_NOTICE = "⏳ Delayed by a temporary system issue — I’ll retry automatically."
-DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
 MARKDOWN_HINT = (
     "\n\n(Format your reply as standard Markdown. Slack renders it natively. Do not use HTML or Slack "
     "control-mention syntax such as <!here>, <!channel>, or <!everyone>.)"
@@ -104,13 +106,13 @@ class SlackRunner:
         self.disclaimer = disclaimer
         self.reactions = reactions
         self.ready = ready
-        self.notices: dict[str, asyncio.Task[None]] = {}
+        self.notices: QueuedNotices[None] = QueuedNotices()
 
     def _native_dm(self, record: TurnRecord) -> bool:
         return self.rendering == "native" and bool(record.get("thread")) and record["channel"].startswith("D")
 
     def queued(self, record: TurnRecord) -> None:
-        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+        self.notices.post(record["id"], self._notice(record))
 
     async def _notice(self, record: TurnRecord) -> None:
         try:
@@ -124,14 +126,10 @@ class SlackRunner:
             log.warning("[slack] the queue notice failed (the turn still runs): %s", exc)
 
     async def aclose(self) -> None:
-        for task in self.notices.values():
-            task.cancel()
-        for task in self.notices.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
-        notice = self.notices.pop(record["id"], None)
+        notice = self.notices.take(record["id"])
         if notice is not None:
             await notice
         if not await self.ready():
@@ -250,14 +248,5 @@ class SlackRunner:
         name = str(info.get("name") or info.get("title") or file_id)
         safe = re.sub(r"[/\\]", "_", os.path.basename(name)).lstrip(".") or "file"
         path = self.files / channel / f"{file_id}-{safe}"
-
-        def write() -> None:
-            make_private_dir(path.parent)
-            tmp = path.with_name(f".{path.name}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-
-        await asyncio.to_thread(write)
+        await save_attachment(path, data)
         return ManifestFile(name, len(data), str(path))

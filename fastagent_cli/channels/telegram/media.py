@@ -12,7 +12,6 @@ attachment at a time into a note in the prompt.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX
+from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
     ManifestFile,
     attached_files_manifest,
@@ -32,7 +32,6 @@ from fastagent_cli.channels.kit.invoke import (
 )
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
 from fastagent_cli.contract import ImageRef
-from fastagent_cli.state.atomic import FILE_MODE, make_private_dir
 
 __all__ = [
     "MAX_IMAGE_BYTES",
@@ -155,16 +154,7 @@ async def _file(api: BotApi, item: Mapping[str, Any], folder: Path) -> ManifestF
     data, remote = await api.download(str(item["id"]))
     name = str(item.get("name") or os.path.basename(remote))
     path = folder / f"{uuid.uuid4().hex[:8]}-{_safe_name(name)}"
-
-    def write() -> None:
-        make_private_dir(folder)
-        tmp = path.with_name(f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-
-    await asyncio.to_thread(write)
+    await save_attachment(path, data)
     return ManifestFile(name, len(data), str(path))
 
 

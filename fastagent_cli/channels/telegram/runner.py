@@ -25,6 +25,7 @@ from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
 from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
+from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, QueuedNotices
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
@@ -36,8 +37,6 @@ __all__ = ["DROPPED_NOTICE", "HTML_HINT", "QUEUED_NOTICE", "TurnRunner", "is_tur
 
 log = logging.getLogger("fastagent.channel")
 
-QUEUED_NOTICE = "⏳ Queued — I’ll start once the current task finishes."
-DROPPED_NOTICE = "⚠️ I couldn’t complete an earlier request — please ask again."
 HTML_HINT = (
     "\n\n(Answer in Telegram HTML — <b> <i> <u> <s> <code> <pre> <a href> <blockquote> — not Markdown.)"
 )
@@ -85,11 +84,11 @@ class TurnRunner:
         self.buffers = buffers
         self.files = files
         self.format_error = format_error
-        self.notices: dict[str, asyncio.Task[int | None]] = {}
+        self.notices: QueuedNotices[int | None] = QueuedNotices()
 
     def queued(self, record: TurnRecord) -> None:
         """The turn waits behind another of its session: tell the asker now."""
-        self.notices[record["id"]] = asyncio.create_task(self._notice(record))
+        self.notices.post(record["id"], self._notice(record))
 
     async def _notice(self, record: TurnRecord) -> int | None:
         try:
@@ -99,15 +98,11 @@ class TurnRunner:
             return None
 
     async def aclose(self) -> None:
-        for task in self.notices.values():
-            task.cancel()
-        for task in self.notices.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
         turn_id, session = record["id"], record["session"]
-        notice = self.notices.pop(turn_id, None)
+        notice = self.notices.take(turn_id)
         preview_id = await notice if notice is not None else record.get("preview")
         if notice is not None and preview_id is not None:
             self.turns.note(turn_id, preview=preview_id)
