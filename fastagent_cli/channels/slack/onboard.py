@@ -33,20 +33,28 @@ import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-from aiohttp import web
 
-from fastagent_cli.channels.kit.document import StateDocument
 from fastagent_cli.channels.kit.health import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, wait_for_health
 from fastagent_cli.channels.slack.api import resolve_api_base
+from fastagent_cli.channels.slack.config_token import (
+    API_TIMEOUT_S,
+    CONFIG_TOKEN_LIFETIME_S,
+    Onboarding,
+    SlackConfigError,
+    config_call,
+    current_config_token,
+    open_onboarding,
+)
 from fastagent_cli.channels.slack.manifest import bot_scopes, build_manifest
+from fastagent_cli.channels.slack.setup_server import SetupServer
 from fastagent_cli.errors import ConfigError, one_line
-from fastagent_cli.state.channel_state import FileChannelState, channel_home
+from fastagent_cli.state.channel_state import channel_home
 
 __all__ = [
     "OAUTH_BASE_ENV",
@@ -62,9 +70,7 @@ __all__ = [
 log = logging.getLogger("fastagent.channel")
 
 OAUTH_BASE_ENV = "SLACK_OAUTH_BASE_URL"
-_TIMEOUT_S = 30.0
 OAUTH_WAIT_S = 600.0
-CONFIG_TOKEN_LIFETIME_S = 11 * 3600  # Slack's are 12 h; rotate before the edge
 _AMBIGUOUS = {
     "fatal_error",
     "internal_error",
@@ -72,154 +78,6 @@ _AMBIGUOUS = {
     "service_unavailable",
     "failed_creating_app",
 }
-
-
-class SlackConfigError(Exception):
-    def __init__(self, method: str, code: str, detail: str = "") -> None:
-        self.code = code
-        super().__init__(f"Slack {method} failed: {code}{f' — {detail}' if detail else ''}")
-
-
-def _valid(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and value.get("version") == 1
-        and value.get("groupBehavior") in ("context", "mentions")
-        and isinstance(value.get("configToken"), str)
-        and isinstance(value.get("configRefreshToken"), str)
-        and isinstance(value.get("configTokenExpiresAt"), int | float)
-    )
-
-
-@dataclass(slots=True)
-class Onboarding:
-    """The onboarding document of one state root."""
-
-    document: StateDocument
-    store: FileChannelState
-
-    @property
-    def state(self) -> dict[str, Any] | None:
-        value = self.document.value
-        return dict(value) if isinstance(value, dict) else None
-
-    async def save(self, state: dict[str, Any]) -> None:
-        await self.document.set(state)
-
-    async def aclose(self) -> None:
-        await self.document.aclose()
-        await self.store.aclose()
-
-
-async def open_onboarding(state_root: Path) -> Onboarding:
-    store = FileChannelState(channel_home(state_root, "slack"))
-    document = StateDocument(store, "onboarding", label="[slack]", check=_valid)
-    await document.open()
-    return Onboarding(document, store)
-
-
-async def _config_call(
-    api_base: str, method: str, body: dict[str, Any], token: str | None = None
-) -> dict[str, Any]:
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(timeout=_TIMEOUT_S) as client:
-        try:
-            response = await client.post(f"{api_base}/{method}", json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise SlackConfigError(
-                method, "request_failed", one_line(f"{type(exc).__name__}: {exc}", 200)
-            ) from None
-    try:
-        data = response.json()
-    except ValueError:
-        raise SlackConfigError(method, f"http_{response.status_code}", "the answer was not JSON") from None
-    if response.status_code != 200 or not isinstance(data, dict) or data.get("ok") is not True:
-        errors = data.get("errors") if isinstance(data, dict) else None
-        fields = "; ".join(
-            f"{e.get('pointer', 'manifest')}: {e.get('message', 'invalid')}"
-            for e in errors or []
-            if isinstance(e, dict)
-        )
-        code = str((data.get("error") if isinstance(data, dict) else None) or f"http_{response.status_code}")
-        raise SlackConfigError(method, code, fields)
-    return data
-
-
-async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
-    """The configuration access token, rotated first when it expires within 5 minutes."""
-    state = onboarding.state
-    assert state is not None
-    if state["configTokenExpiresAt"] > (time.time() + 300) * 1000:
-        return str(state["configToken"])
-    rotated = await _config_call(
-        api_base, "tooling.tokens.rotate", {"refresh_token": state["configRefreshToken"]}
-    )
-    if not isinstance(rotated.get("token"), str) or not isinstance(rotated.get("refresh_token"), str):
-        raise SlackConfigError("tooling.tokens.rotate", "incomplete_answer")
-    state.update(
-        configToken=rotated["token"],
-        configRefreshToken=rotated["refresh_token"],
-        configTokenExpiresAt=int(rotated.get("exp") or time.time() + CONFIG_TOKEN_LIFETIME_S) * 1000,
-    )
-    await onboarding.save(state)
-    return str(state["configToken"])
-
-
-@dataclass(slots=True)
-class SetupServer:
-    """The temporary onboarding responder (see the module doc)."""
-
-    nonce: str = field(default_factory=lambda: secrets.token_hex(24))
-    port: int = 0
-    oauth: asyncio.Future[dict[str, str]] | None = None
-    runner: web.AppRunner | None = None
-
-    @property
-    def request_path(self) -> str:
-        return f"/slack/setup/{self.nonce}"
-
-    @property
-    def redirect_path(self) -> str:
-        return f"/slack/oauth/{self.nonce}"
-
-    async def start(self) -> None:
-        self.oauth = asyncio.get_running_loop().create_future()
-        app = web.Application(client_max_size=64 * 1024)
-        app.router.add_get("/health", self._health)
-        app.router.add_post(self.request_path, self._challenge)
-        app.router.add_get(self.redirect_path, self._redirect)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    async def _health(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok\n")
-
-    async def _challenge(self, request: web.Request) -> web.StreamResponse:
-        try:
-            payload = await request.json()
-        except ValueError:
-            return web.Response(status=404, text="not found\n")
-        if isinstance(payload, dict) and payload.get("type") == "url_verification":
-            return web.json_response({"challenge": payload.get("challenge")})
-        return web.Response(status=404, text="not found\n")
-
-    async def _redirect(self, request: web.Request) -> web.StreamResponse:
-        if self.oauth is not None and not self.oauth.done():
-            self.oauth.set_result(
-                {k: request.query[k] for k in ("code", "state", "error") if k in request.query}
-            )
-        return web.Response(
-            text="<!doctype html><title>fastagent Slack setup</title><p>Slack authorization received. "
-            "Return to your terminal.</p>",
-            content_type="text/html",
-        )
-
-    async def close(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
 
 
 @dataclass(slots=True)
@@ -328,7 +186,7 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
             state["createAttemptedAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             await onboarding.save(state)
             try:
-                created = await _config_call(
+                created = await config_call(
                     api_base, "apps.manifest.create", {"manifest": json.dumps(manifest)}, token
                 )
             except SlackConfigError as exc:
@@ -360,7 +218,7 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
                 )
             io.say(f"Resuming Slack app {state['appId']}…")
             try:
-                await _config_call(
+                await config_call(
                     api_base,
                     "apps.manifest.update",
                     {"app_id": state["appId"], "manifest": json.dumps(manifest)},
@@ -446,7 +304,7 @@ async def _exchange(
     api_base: str, client_id: str, client_secret: str, code: str, redirect_url: str
 ) -> dict[str, Any]:
     basic = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode("ascii")
-    async with httpx.AsyncClient(timeout=_TIMEOUT_S) as client:
+    async with httpx.AsyncClient(timeout=API_TIMEOUT_S) as client:
         try:
             response = await client.post(
                 f"{api_base}/oauth.v2.access",
@@ -493,7 +351,7 @@ async def register_request_url(public_url: str, state_root: Path | None, options
         try:
             token = await current_config_token(onboarding, api_base)
             manifest = build_manifest(state["appName"], state["groupBehavior"], request_url=request_url)
-            await _config_call(
+            await config_call(
                 api_base,
                 "apps.manifest.update",
                 {"app_id": state["appId"], "manifest": json.dumps(manifest)},

@@ -1,0 +1,121 @@
+"""Slack App Configuration access: the owner-local onboarding document (``<state root>/channels/
+slack/onboarding.json``, 0600) holding the configuration token pair, the token rotated
+(``tooling.tokens.rotate``) before it expires, and one call to the App Configuration API.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from fastagent_cli.channels.kit.document import StateDocument
+from fastagent_cli.errors import one_line
+from fastagent_cli.state.channel_state import FileChannelState, channel_home
+
+__all__ = [
+    "API_TIMEOUT_S",
+    "CONFIG_TOKEN_LIFETIME_S",
+    "Onboarding",
+    "SlackConfigError",
+    "config_call",
+    "current_config_token",
+    "open_onboarding",
+]
+
+API_TIMEOUT_S = 30.0
+CONFIG_TOKEN_LIFETIME_S = 11 * 3600  # Slack's are 12 h; rotate before the edge
+
+
+class SlackConfigError(Exception):
+    def __init__(self, method: str, code: str, detail: str = "") -> None:
+        self.code = code
+        super().__init__(f"Slack {method} failed: {code}{f' — {detail}' if detail else ''}")
+
+
+def _valid(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("version") == 1
+        and value.get("groupBehavior") in ("context", "mentions")
+        and isinstance(value.get("configToken"), str)
+        and isinstance(value.get("configRefreshToken"), str)
+        and isinstance(value.get("configTokenExpiresAt"), int | float)
+    )
+
+
+@dataclass(slots=True)
+class Onboarding:
+    """The onboarding document of one state root."""
+
+    document: StateDocument
+    store: FileChannelState
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        value = self.document.value
+        return dict(value) if isinstance(value, dict) else None
+
+    async def save(self, state: dict[str, Any]) -> None:
+        await self.document.set(state)
+
+    async def aclose(self) -> None:
+        await self.document.aclose()
+        await self.store.aclose()
+
+
+async def open_onboarding(state_root: Path) -> Onboarding:
+    store = FileChannelState(channel_home(state_root, "slack"))
+    document = StateDocument(store, "onboarding", label="[slack]", check=_valid)
+    await document.open()
+    return Onboarding(document, store)
+
+
+async def config_call(
+    api_base: str, method: str, body: dict[str, Any], token: str | None = None
+) -> dict[str, Any]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=API_TIMEOUT_S) as client:
+        try:
+            response = await client.post(f"{api_base}/{method}", json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise SlackConfigError(
+                method, "request_failed", one_line(f"{type(exc).__name__}: {exc}", 200)
+            ) from None
+    try:
+        data = response.json()
+    except ValueError:
+        raise SlackConfigError(method, f"http_{response.status_code}", "the answer was not JSON") from None
+    if response.status_code != 200 or not isinstance(data, dict) or data.get("ok") is not True:
+        errors = data.get("errors") if isinstance(data, dict) else None
+        fields = "; ".join(
+            f"{e.get('pointer', 'manifest')}: {e.get('message', 'invalid')}"
+            for e in errors or []
+            if isinstance(e, dict)
+        )
+        code = str((data.get("error") if isinstance(data, dict) else None) or f"http_{response.status_code}")
+        raise SlackConfigError(method, code, fields)
+    return data
+
+
+async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
+    """The configuration access token, rotated first when it expires within 5 minutes."""
+    state = onboarding.state
+    assert state is not None
+    if state["configTokenExpiresAt"] > (time.time() + 300) * 1000:
+        return str(state["configToken"])
+    rotated = await config_call(
+        api_base, "tooling.tokens.rotate", {"refresh_token": state["configRefreshToken"]}
+    )
+    if not isinstance(rotated.get("token"), str) or not isinstance(rotated.get("refresh_token"), str):
+        raise SlackConfigError("tooling.tokens.rotate", "incomplete_answer")
+    state.update(
+        configToken=rotated["token"],
+        configRefreshToken=rotated["refresh_token"],
+        configTokenExpiresAt=int(rotated.get("exp") or time.time() + CONFIG_TOKEN_LIFETIME_S) * 1000,
+    )
+    await onboarding.save(state)
+    return str(state["configToken"])
