@@ -25,7 +25,7 @@ from fastagent_cli.control import (
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.errors import SessionError
 from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
-from fastagent_cli.sessions import store as store_module
+from fastagent_cli.sessions import file_store as store_module
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.conformance.suite import drain
 from tests.conftest import record_files
