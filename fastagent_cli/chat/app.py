@@ -16,15 +16,13 @@ finished is sent as the next prompt; text typed and not sent starts the next pro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input, create_input
-from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output, create_output
 from rich.console import Console
 from rich.text import Text
@@ -33,17 +31,15 @@ from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.controller import ChatController, SessionInfo
+from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.status import STYLE, status_fragments
+from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionEventsClosed, SessionEventStream
 from fastagent_cli.errors import FastagentError
-from fastagent_cli.state.atomic import make_private_dir
 
 __all__ = ["ChatApp"]
-
-_TICK_S = 0.08
 
 
 class ChatApp:
@@ -70,20 +66,11 @@ class ChatApp:
         """Steers that came too late for their run: sent as the next prompts."""
         self.prompts_shown = 0
         """How many times the main prompt was shown (hosts and tests wait on it)."""
-        history: History = InMemoryHistory()
-        if history_path is not None:
-            make_private_dir(history_path.parent)  # the state root: 0700 when it is created here
-            history = FileHistory(str(history_path))
-        self.prompt: PromptSession[str] = PromptSession(
-            message=[("class:prompt", "› ")],
-            multiline=True,
-            prompt_continuation="  ",
+        self.prompt: PromptSession[str] = chat_prompt(
             key_bindings=self._bindings(),
-            history=history,
+            history_path=history_path,
             completer=SlashCompleter(ctl),
-            complete_while_typing=True,
-            bottom_toolbar=self._toolbar,
-            style=STYLE,
+            toolbar=self._toolbar,
             input=self.input,
             output=self.output,
         )
@@ -92,16 +79,7 @@ class ChatApp:
     # --- prompt ---------------------------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
-        kb = KeyBindings()
-
-        @kb.add("enter")
-        def _send(event: KeyPressEvent) -> None:
-            event.current_buffer.validate_and_handle()
-
-        @kb.add("escape", "enter")
-        @kb.add("c-j")
-        def _newline(event: KeyPressEvent) -> None:
-            event.current_buffer.insert_text("\n")
+        kb = prompt_bindings(self.renderer)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -114,11 +92,6 @@ class ChatApp:
             else:
                 self._exit_armed = True
                 event.app.invalidate()
-
-        @kb.add("c-t")
-        def _toggle(event: KeyPressEvent) -> None:
-            self.renderer.toggle_thinking()
-            event.app.invalidate()
 
         return kb
 
@@ -223,20 +196,19 @@ class ChatApp:
 
         composer = TurnComposer(submit)
 
-        def on_key(press: KeyPress) -> bool:
-            taken = composer.feed(press)
-            self.renderer.composer = composer.text
-            self.renderer.refresh()
-            return taken
-
         self.renderer.begin_turn()
         self.renderer.composer = ""
         events = self.ctl.hub_session().events()  # before the run starts: nothing is missed
         watcher = asyncio.create_task(self._follow(events))
         task = asyncio.create_task(run.run())
-        ticker = asyncio.create_task(self._tick())
+        ticker = asyncio.create_task(tick(self.renderer))
         try:
-            with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking, on_key):
+            with watch_turn_keys(
+                self.input,
+                lambda: _cancel(task),
+                self._toggle_thinking,
+                composer_keys(composer, self.renderer),
+            ):
                 await asyncio.wait({task})
         finally:
             ticker.cancel()
@@ -286,15 +258,8 @@ class ChatApp:
         except SessionEventsClosed:
             pass
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(_TICK_S)
-            with contextlib.suppress(Exception):  # a resize race must not end the turn
-                self.renderer.refresh()
-
     def _toggle_thinking(self) -> None:
-        self.renderer.toggle_thinking()
-        self.renderer.refresh()
+        toggle_thinking(self.renderer)
 
 
 def _cancel(task: asyncio.Task[Any]) -> None:

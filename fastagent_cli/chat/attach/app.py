@@ -28,9 +28,8 @@ from typing import Any, Literal
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input, create_input
-from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output, create_output
 from rich.console import Console
 from rich.text import Text
@@ -39,18 +38,17 @@ from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
 from fastagent_cli.chat.attach.transcript import Transcript
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
+from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.status import STYLE, StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.contract import Failed, Prompt, Scope
 from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionState
 from fastagent_cli.errors import ControlRequestError, one_line
 from fastagent_cli.remote import REQUEST_FAILED
-from fastagent_cli.state.atomic import make_private_dir
 
 __all__ = ["AttachApp"]
 
-_TICK_S = 0.08
 SLASH_WORDS = ["/abort", "/commands", "/help", "/detach"]
 KEYS = (
     "Enter sends (a new run; while a run streams, steers it) · Alt+Enter newline, or queues a "
@@ -105,20 +103,11 @@ class AttachApp:
         self._draft = ""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._own_runs: set[asyncio.Task[None]] = set()
-        history_store: History = InMemoryHistory()
-        if history_path is not None:
-            make_private_dir(history_path.parent)
-            history_store = FileHistory(str(history_path))
-        self.prompt: PromptSession[str] = PromptSession(
-            message=[("class:prompt", "› ")],
-            multiline=True,
-            prompt_continuation="  ",
+        self.prompt: PromptSession[str] = chat_prompt(
             key_bindings=self._bindings(),
-            history=history_store,
+            history_path=history_path,
             completer=WordCompleter(SLASH_WORDS, sentence=True, pattern=None),
-            complete_while_typing=True,
-            bottom_toolbar=self._toolbar,
-            style=STYLE,
+            toolbar=self._toolbar,
             input=self.input,
             output=self.output,
             erase_when_done=True,
@@ -127,16 +116,7 @@ class AttachApp:
     # --- keys and the status line ---------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
-        kb = KeyBindings()
-
-        @kb.add("enter")
-        def _send(event: KeyPressEvent) -> None:
-            event.current_buffer.validate_and_handle()
-
-        @kb.add("escape", "enter")
-        @kb.add("c-j")
-        def _newline(event: KeyPressEvent) -> None:
-            event.current_buffer.insert_text("\n")
+        kb = prompt_bindings(self.renderer)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -146,11 +126,6 @@ class AttachApp:
         def _ctrl_d(event: KeyPressEvent) -> None:
             if not event.current_buffer.text:
                 event.app.exit(exception=EOFError())
-
-        @kb.add("c-t")
-        def _toggle(event: KeyPressEvent) -> None:
-            self.renderer.toggle_thinking()
-            event.app.invalidate()
 
         return kb
 
@@ -327,18 +302,17 @@ class AttachApp:
         composer.text = self._draft
         self._draft = ""
 
-        def on_key(press: KeyPress) -> bool:
-            taken = composer.feed(press)
-            self.renderer.composer = composer.text
-            self.renderer.refresh()
-            return taken
-
         self.renderer.begin_turn()
         self.renderer.composer = composer.text
-        ticker = asyncio.create_task(self._tick())
+        ticker = asyncio.create_task(tick(self.renderer))
         self._run_shown.set()
         try:
-            with watch_turn_keys(self.input, self._request_detach, self._toggle_thinking, on_key):
+            with watch_turn_keys(
+                self.input,
+                self._request_detach,
+                self._toggle_thinking,
+                composer_keys(composer, self.renderer),
+            ):
                 while True:
                     self._wake.clear()
                     if not self._want_run or self._detach.is_set():
@@ -351,19 +325,12 @@ class AttachApp:
             self.renderer.end_turn()
             self._draft = composer.take()
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(_TICK_S)
-            with contextlib.suppress(Exception):  # a resize race must not end the view
-                self.renderer.refresh()
-
     def _request_detach(self) -> None:
         self._detach.set()
         self._wake.set()
 
     def _toggle_thinking(self) -> None:
-        self.renderer.toggle_thinking()
-        self.renderer.refresh()
+        toggle_thinking(self.renderer)
 
     # --- what the user sends --------------------------------------------------------------------
 
