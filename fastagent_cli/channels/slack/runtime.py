@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
@@ -33,8 +33,15 @@ from fastagent_cli.channels.slack.runner import SlackRunner, is_turn
 from fastagent_cli.errors import ServeError
 from fastagent_cli.state.channel_state import channel_home
 
-if TYPE_CHECKING:
-    from fastagent_cli.channels.slack.channel import SlackChannel
+
+class SlackOptions(Protocol):
+    """What the runtime reads of the mounted :class:`~.channel.SlackChannel` (typed here, so the
+    runtime does not import the module that imports it)."""
+
+    options: dict[str, Any]
+
+    def _setting(self, name: str) -> str: ...
+
 
 __all__ = ["AUTH_RETRY_S", "AUTH_WAIT_S", "DEFAULT_WELCOME", "KIND", "SlackRuntime"]
 
@@ -66,7 +73,7 @@ def _expires_at(value: str) -> int | None:
 class SlackRuntime:
     """One mounted Slack channel: its state, its runner and queue, and their start and stop."""
 
-    def __init__(self, options: SlackChannel, ctx: Any, bot_token: str, secret: str) -> None:
+    def __init__(self, options: SlackOptions, ctx: Any, bot_token: str, secret: str) -> None:
         o = options.options
         self.control = getattr(ctx, "control", None)
         self.secret = secret
