@@ -38,7 +38,7 @@ class Proxy:
 def _parse(raw: str) -> Proxy:
     parts = urlsplit(raw if "://" in raw else f"http://{raw}")
     if parts.scheme != "http" or not parts.hostname:
-        raise httpcore.ProxyError(
+        raise httpcore.UnsupportedProtocol(  # a setting to change, not worth a retry
             f"the proxy {parts.scheme}://{parts.hostname or ''} is not supported: "
             "model requests go through http:// proxies (HTTPS_PROXY=http://host:port)"
         )

@@ -281,3 +281,33 @@ async def test_a_host_name_that_does_not_resolve_fails_at_once(client: OpenAICha
     assert err.message.endswith(
         "check the provider's baseUrl in models.json, or this machine's network and DNS"
     )
+
+
+async def test_a_proxy_scheme_that_is_not_supported_fails_at_once(
+    tls_fake: FakeOpenAI, ca_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    client = OpenAIChatClient()
+    try:
+        err, _ = await fails(client, tls_fake.model_info(ca_file=ca_file))
+    finally:
+        await client.aclose()
+    assert not err.retryable
+    assert err.message == (
+        "fake-openai: invalid request: the proxy socks5://127.0.0.1 is not supported: model requests go "
+        "through http:// proxies (HTTPS_PROXY=http://host:port)"
+    )
+
+
+async def test_an_untrusted_certificate_through_the_proxy_fails_at_once(
+    tls_fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with ConnectProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        client = OpenAIChatClient()
+        try:
+            err, elapsed = await fails(client, tls_fake.model_info())
+        finally:
+            await client.aclose()
+    assert not err.retryable and elapsed < 1.0
+    assert "the TLS certificate of localhost is not trusted" in err.message
