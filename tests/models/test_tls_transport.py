@@ -311,3 +311,22 @@ async def test_an_untrusted_certificate_through_the_proxy_fails_at_once(
             await client.aclose()
     assert not err.retryable and elapsed < 1.0
     assert "the TLS certificate of localhost is not trusted" in err.message
+
+
+async def test_http_proxy_gets_plain_http_requests_in_absolute_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "proxy" is the fake model itself: the model's host name does not resolve, so the answer
+    can only have come through the proxy, which saw the absolute URL and the credentials."""
+    async with FakeOpenAI() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.origin.replace("http://", "http://me:pw@"))
+        client = OpenAIChatClient()
+        try:
+            proxy.enqueue_stream(openai_reply("forwarded"))
+            model = ModelInfo(
+                provider="p", id="m", api="openai-completions", base_url="http://models.upstream.invalid/v1"
+            )
+            assert (await run(client, model))[0] == "forwarded"
+        finally:
+            await client.aclose()
+    seen = proxy.last_request
+    assert seen.path == "/v1/chat/completions" and seen.headers["host"] == "models.upstream.invalid"
+    assert seen.headers["proxy-authorization"] == "Basic bWU6cHc="
