@@ -145,10 +145,11 @@ async def test_one_hundred_concurrent_streams_over_tls(
     assert all(text == "".join(tokens(50)) for text, _ in texts)
 
 
-async def test_a_server_that_closes_without_close_notify_after_a_whole_answer(
-    ca: trustme.CA, client: OpenAIChatClient, ca_file: str
+@pytest.mark.parametrize("close_notify", [False, True])
+async def test_a_server_that_closes_with_or_without_close_notify_after_a_whole_answer(
+    ca: trustme.CA, client: OpenAIChatClient, ca_file: str, close_notify: bool
 ) -> None:
-    async with RawTlsServer(server_context(ca), RawTlsServer.sse("bye"), close_notify=False) as server:
+    async with RawTlsServer(server_context(ca), RawTlsServer.sse("bye"), close_notify=close_notify) as server:
         text, final = await run(client, server.model_info(ca_file=ca_file))
     assert text == "bye" and final["stopReason"] == "stop"
 
