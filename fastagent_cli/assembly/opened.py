@@ -41,6 +41,7 @@ from fastagent_cli.engine.inbox import EngineInbox
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.models.credentials import CredentialSource
+from fastagent_cli.models.http_pool import model_pool
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.claude_code import ClaudeCodeMirror, MirroredStore
@@ -259,6 +260,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
         auth_path=surface.auth_path,
         agent_dir=surface.agent_dir,
         credentials=renewing_credentials(surface.auth_path, surface.global_auth_path),
+        pool=model_pool(config.engine),
     )
     backend = surface.backend
     store: SessionStore = backend.session_store(surface.sessions_dir, surface.workspace)

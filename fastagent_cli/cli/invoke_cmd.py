@@ -189,16 +189,21 @@ async def stream_turn(
     out = out or sys.stdout
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
+    from fastagent_cli.cli.first_token import FirstTokenProgress
+
     names: dict[str, str] = {}
     ended_with_newline = True
     ok = cut_off = False
+    progress = FirstTokenProgress(model or opened.model_spec or "the model")
     try:
         if as_json:
             head = {"type": "session", "session": session, "model": model or opened.model_spec}
             out.write(json.dumps(head) + "\n")
             out.flush()
+        progress.start()  # on stderr, when it is a terminal, until the first event
         async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
             async for event in events:
+                progress.stop()
                 if isinstance(event, Completed):
                     cut_off = isinstance(event.data, dict) and event.data.get("stopReason") == "length"
                 if as_json:
@@ -220,6 +225,7 @@ async def stream_turn(
                         f"[fastagent] transient failure — retrying ({event.attempt}/{event.max_attempts} "
                         f"in {event.delay_ms}ms): {event.reason}"
                     )
+                    progress.start()  # waiting again
                 elif isinstance(event, Completed):
                     ok = True
                 elif isinstance(event, Failed):
@@ -234,6 +240,7 @@ async def stream_turn(
         if cut_off:
             say(CUT_OFF_NOTE)
     finally:
+        progress.stop()
         await opened.aclose()
     return ok
 

@@ -20,6 +20,9 @@ a TOML syntax error names the file, line and column::
     [engine]
     max_tool_rounds = 50
     tool_timeout = 600                 # seconds a tool call may run (0: no limit)
+    connect_timeout = 15               # seconds to reach a model provider (TCP, proxy, TLS)
+    first_byte_timeout = 30            # seconds for its answer to start once a request is sent
+    chunk_timeout = 300                # seconds an answer may go silent between two chunks
 
     [compaction]                       # pi's compaction settings
     enabled = true                     # compact by itself near the context window's end
@@ -116,6 +119,9 @@ class EngineSettings(_Strict):
     max_retries: int = Field(default=3, ge=0, le=10)
     retry_base_delay_ms: int = Field(default=2000, ge=0, le=60_000)
     tool_timeout: float = Field(default=600.0, ge=0, le=86_400)
+    connect_timeout: float = Field(default=15.0, gt=0, le=3_600)
+    first_byte_timeout: float = Field(default=30.0, gt=0, le=86_400)
+    chunk_timeout: float = Field(default=300.0, gt=0, le=86_400)
 
 
 class CompactionConfig(_Strict):

@@ -238,7 +238,7 @@ class AnthropicMessagesClient(HttpStreamClient):
         names = tuple(t.name for t in request.tools) if uses_claude_code(request) else None
         state = _MessageStream(request.model, names)
         async with (
-            self._post_stream(request.model.provider, url, headers, body) as response,
+            self._post_stream(request.model.provider, url, headers, body, request.model) as response,
             aclosing(aiter_sse(response.aiter_bytes())) as events,
         ):
             async for event in events:

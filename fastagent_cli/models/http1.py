@@ -20,6 +20,8 @@ from typing import Any
 
 import httpcore
 
+from fastagent_cli.models.http_socket import FirstByteTimeout
+
 __all__ = ["Head", "Http1Connection"]
 
 _MAX_HEAD = 256 * 1024
@@ -61,6 +63,7 @@ class Http1Connection:
         self._reusable = False
         self._method = b""
         self._read_timeout: float | None = None
+        self._first_byte_timeout: float | None = None
         self._http10 = False
 
     # --- what the pool asks ---------------------------------------------------------------------
@@ -71,6 +74,11 @@ class Http1Connection:
 
     def is_available(self) -> bool:
         return self._state in (_NEW, _IDLE)
+
+    @property
+    def expires_at(self) -> float | None:
+        """When an idle connection's keep-alive runs out (``time.monotonic()``)."""
+        return self._expires_at
 
     def is_closed(self) -> bool:
         return self._state == _CLOSED
@@ -112,6 +120,7 @@ class Http1Connection:
             await self._stream.write(b"".join(lines) + b"\r\n" + body, timeouts.get("write"))
             self._method = method
             self._read_timeout = timeouts.get("read")
+            self._first_byte_timeout = timeouts.get("first_byte", self._read_timeout)
             while True:
                 head = await self._read_head()
                 if not 100 <= head.status < 200 or head.status == 101:
@@ -121,10 +130,17 @@ class Http1Connection:
             raise
 
     async def _read_head(self) -> Head:
+        """The next response head: its first byte within the first-byte timeout (a server that
+        accepts the request and never answers), the rest within the between-chunks one."""
+        first = not self._buffer
         while (end := self._buffer.find(b"\r\n\r\n")) < 0:
             if len(self._buffer) > _MAX_HEAD:
                 raise httpcore.RemoteProtocolError("the response head is too large")
-            data = await self._stream.read(_READ, self._read_timeout)
+            if first:
+                data = await self._stream.read(_READ, self._first_byte_timeout, FirstByteTimeout)
+                first = False
+            else:
+                data = await self._stream.read(_READ, self._read_timeout)
             if not data:
                 raise httpcore.RemoteProtocolError("Server disconnected without sending a response.")
             self._buffer += data

@@ -22,6 +22,8 @@ from fastagent_cli.contract import json_text
 from fastagent_cli.models.http_errors import error_from_exception, error_from_response
 from fastagent_cli.models.http_exchange import Exchange, StreamedResponse
 from fastagent_cli.models.http_pool import DEFAULT_POOL, PoolLimits, new_http_client
+from fastagent_cli.models.http_transport import CA_FILE
+from fastagent_cli.models.types import ModelInfo
 
 __all__ = ["HttpStreamClient", "StreamedResponse"]
 
@@ -42,6 +44,7 @@ class HttpStreamClient:
         self._http = http if http is not None else new_http_client(pool)
         self._pool = pool
         self._timeout = pool.timeout()
+        self._timeouts = pool.timeouts()
         self._exchanges: set[Exchange] = set()
         self._full_logged_at = float("-inf")
 
@@ -82,15 +85,20 @@ class HttpStreamClient:
 
     @asynccontextmanager
     async def _post_stream(
-        self, provider: str, url: str, headers: Mapping[str, str], body: Any
+        self, provider: str, url: str, headers: Mapping[str, str], body: Any, model: ModelInfo | None = None
     ) -> AsyncIterator[StreamedResponse]:
         """A successful streaming response; any HTTP failure, also while the body is read inside
         the ``with`` block, raises a classified ProviderError. Leaving the block (normally, by an
-        error or by cancellation) closes the request."""
+        error or by cancellation) closes the request. ``model``: its provider's own timeouts and
+        CA file apply."""
         # Encoded here, not by httpx: a lone surrogate in the conversation must not fail the turn.
         payload = body if isinstance(body, bytes) else json_text(body).encode("utf-8")
         sent = {**headers, "content-type": "application/json"}
         request = self._http.build_request("POST", url, content=payload, headers=sent, timeout=self._timeout)
+        overrides = model.timeouts if model is not None else None
+        request.extensions["timeout"] = self._pool.timeouts(overrides) if overrides else self._timeouts
+        if model is not None and model.ca_file:
+            request.extensions[CA_FILE] = model.ca_file
         exchange = self._start(request)
         try:
             response = await exchange.response()

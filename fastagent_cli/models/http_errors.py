@@ -2,12 +2,13 @@
 
 Messages read ``<provider>: <status> <reason>: <the provider's own message>`` for HTTP errors and
 ``<provider>: connection failed: ...`` / ``... timed out ...`` / ``stream interrupted: ...`` for
-transport failures; connection failures name the URL. Retryable: 408, 429, 5xx (and 529), every
-transport failure, except:
+transport failures; connection failures and timeouts name the URL (a timeout also the setting
+that bounds it: the first byte of the answer, or the gap between two chunks). Retryable: 408,
+429, 5xx (and 529), every transport failure, except:
 
-* a connection refused on this machine (``127.0.0.1``, ``localhost``, ``::1``): nothing listens
-  there, so retrying for 15 s would not help; the message names the URL and asks whether the
-  server (Ollama, llama.cpp, ...) is running;
+* the connect failures a retry cannot fix (:mod:`~fastagent_cli.models.http_failures`: a host
+  name that does not resolve, a certificate not trusted, expired or for another name, a TLS
+  protocol error, a connection refused on this machine), each one line naming the URL and the fix;
 * an answer whose text reports a context overflow (pi's patterns): it says what to do instead.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import email.utils
 import errno
-import ipaddress
 import json
 import time
 from collections.abc import Mapping
@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 
 from fastagent_cli.errors import ProviderError, one_line
+from fastagent_cli.models.http_failures import chain, lasting_failure
+from fastagent_cli.models.http_socket import ChunkTimeout, FirstByteTimeout
 from fastagent_cli.models.overflow import is_context_overflow, with_overflow_advice
 
 __all__ = [
@@ -151,54 +153,28 @@ def _url(exc: BaseException) -> str | None:
     return None if request is None else str(request.url.copy_with(query=None, fragment=None))
 
 
-def _refused(exc: BaseException) -> bool:
-    """A ``connection refused`` anywhere in the exception's chain (httpx wraps it twice)."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionRefusedError) or getattr(seen, "errno", None) == errno.ECONNREFUSED:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _on_this_machine(url: str) -> bool:
-    host = httpx.URL(url).host
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback or host in ("0.0.0.0", "::")
-    except ValueError:
-        return False
-
-
-def _not_listening(provider: str, url: str) -> ProviderError:
-    which = "Ollama (`ollama serve`)" if provider == "ollama" else "the model server"
-    return ProviderError(
-        f"{provider}: nothing is listening at {url} (connection refused): is {which} running? Start it, "
-        "or point the provider's baseUrl in models.json at the server",
-        retryable=False,
-    )
-
-
 def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     """A :class:`ProviderError` for a transport failure (httpx exceptions, resets, timeouts)."""
     detail = _detail(exc)
     url = _url(exc)
     retryable = True
-    if url is not None and isinstance(exc, httpx.ConnectError) and _refused(exc):
-        if _on_this_machine(url):
-            return _not_listening(provider, url)
-        return ProviderError(f"{provider}: connection refused by {url}", retryable=True)
-    if url is not None and isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        detail = f"{detail} ({url})"
+    if url is not None:
+        lasting = lasting_failure(provider, url, exc)
+        if lasting is not None:
+            return lasting
+        if isinstance(exc, httpx.ConnectError) and any(
+            isinstance(c, ConnectionRefusedError) or getattr(c, "errno", None) == errno.ECONNREFUSED
+            for c in chain(exc)
+        ):
+            return ProviderError(f"{provider}: connection refused by {url}", retryable=True)
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            detail = f"{detail} ({url})"
     if isinstance(exc, httpx.PoolTimeout):
         message = "every model connection is busy (no free connection within the pool timeout)"
     elif isinstance(exc, httpx.ConnectTimeout):
-        message = f"connection timed out: {detail}"
+        message = f"connection timed out: {detail} (connect timeout; set {_SETTINGS['connect']})"
     elif isinstance(exc, httpx.ReadTimeout):
-        message = f"timed out waiting for the response: {detail}"
+        message = _read_timeout(exc, url)
     elif isinstance(exc, httpx.TimeoutException | TimeoutError):
         message = f"request timed out: {detail}"
     elif isinstance(exc, httpx.ConnectError | ConnectionRefusedError):
@@ -212,3 +188,29 @@ def error_from_exception(provider: str, exc: BaseException) -> ProviderError:
     else:
         message, retryable = f"request failed: {detail}", False
     return ProviderError(f"{provider}: {message}", retryable=retryable)
+
+
+_SETTINGS = {
+    "connect": "connect_timeout in [engine], or timeouts.connect for the provider in models.json",
+    "first_byte": "first_byte_timeout in [engine], or timeouts.firstByte for the provider in models.json",
+    "between_chunks": (
+        "chunk_timeout in [engine], or timeouts.betweenChunks for the provider in models.json"
+    ),
+}
+
+
+def _read_timeout(exc: BaseException, url: str | None) -> str:
+    """Which wait ran out, with the URL and the setting that bounds it."""
+    where = f" from {url}" if url else ""
+    for cause in chain(exc):
+        if isinstance(cause, FirstByteTimeout):
+            return (
+                f"no answer{where} within {cause.seconds:g} s of sending the request "
+                f"(first-byte timeout; set {_SETTINGS['first_byte']})"
+            )
+        if isinstance(cause, ChunkTimeout):
+            return (
+                f"the answer{where} stopped: nothing for {cause.seconds:g} s "
+                f"(between-chunks timeout; set {_SETTINGS['between_chunks']})"
+            )
+    return f"timed out waiting for the response{where}: {_detail(exc)}"

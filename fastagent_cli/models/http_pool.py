@@ -15,26 +15,43 @@ in one place so they can be tuned together.
   turn and the client's writer, a socket write) dominate a token's cost, so this is the knob
   that sets CPU per token; ``0`` reads every token as it comes. The first delta of an answer is
   never held back, and an answer that is only tool calls is never paced.
-* ``connect_timeout_s`` bounds opening a connection; ``read_timeout_s`` bounds every wait for
-  bytes of an answer (a model that goes silent that long is treated as gone).
+* ``connect_timeout_s`` bounds opening a connection (TCP, a proxy's ``CONNECT``, the TLS
+  handshake); ``first_byte_timeout_s`` bounds the wait for the answer to start once the request
+  is sent (a server that accepts the connection and never answers); ``read_timeout_s`` bounds
+  every wait between two chunks of the answer after that (a model that goes silent that long is
+  treated as gone). ``[engine]`` sets them (``connect_timeout``, ``first_byte_timeout``,
+  ``chunk_timeout``), a provider's ``timeouts`` in ``models.json`` overrides them per request.
 
 The limits apply per provider origin (scheme, host, port), and the pool behind them is
 :class:`~fastagent_cli.models.http_transport.PooledTransport`: O(1) per request whatever the number
-of requests in flight, waiting requests served in arrival order. When the environment names a
-proxy (``HTTPS_PROXY``, ``ALL_PROXY``, ...), the client is httpx's own, which honours it, with
-the same limits and timeouts.
+of requests in flight, waiting requests served in arrival order. It serves every provider, also
+through a proxy named in the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
+``NO_PROXY``; see :mod:`~fastagent_cli.models.http_proxy`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.request import getproxies
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported when a client is built, not with the settings
+    import httpx
 
-from fastagent_cli.models.http_transport import PooledTransport
+    from fastagent_cli.models.http_transport import PooledTransport
 
-__all__ = ["DEFAULT_POOL", "PoolLimits", "new_http_client"]
+__all__ = ["DEFAULT_POOL", "PoolLimits", "model_pool", "new_http_client"]
+
+
+class EngineTimeouts(Protocol):
+    """What :func:`model_pool` reads of ``[engine]``."""
+
+    @property
+    def connect_timeout(self) -> float: ...
+    @property
+    def first_byte_timeout(self) -> float: ...
+    @property
+    def chunk_timeout(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +61,15 @@ class PoolLimits:
     keepalive_expiry_s: float = 15.0
     pool_timeout_s: float = 10.0
     connect_timeout_s: float = 15.0
+    first_byte_timeout_s: float = 30.0
     read_timeout_s: float = 300.0
+    """Between two chunks of an answer."""
     write_timeout_s: float = 60.0
     coalesce_s: float = 0.05
 
     def limits(self) -> httpx.Limits:
+        import httpx
+
         return httpx.Limits(
             max_connections=self.max_connections,
             max_keepalive_connections=self.max_keepalive,
@@ -56,6 +77,8 @@ class PoolLimits:
         )
 
     def transport(self) -> PooledTransport:
+        from fastagent_cli.models.http_transport import PooledTransport
+
         return PooledTransport(
             max_connections=self.max_connections,
             max_keepalive=self.max_keepalive,
@@ -63,6 +86,8 @@ class PoolLimits:
         )
 
     def timeout(self) -> httpx.Timeout:
+        import httpx
+
         return httpx.Timeout(
             connect=self.connect_timeout_s,
             read=self.read_timeout_s,
@@ -70,12 +95,37 @@ class PoolLimits:
             pool=self.pool_timeout_s,
         )
 
+    def timeouts(self, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+        """A request's timeouts as the transport reads them (``connect``, ``first_byte``,
+        ``read`` = between chunks, ``write``, ``pool``), a provider's ``overrides`` applied."""
+        out = {
+            "connect": self.connect_timeout_s,
+            "first_byte": self.first_byte_timeout_s,
+            "read": self.read_timeout_s,
+            "write": self.write_timeout_s,
+            "pool": self.pool_timeout_s,
+        }
+        if overrides:
+            for key, value in overrides.items():
+                out["read" if key == "between_chunks" else key] = value
+        return out
+
 
 DEFAULT_POOL = PoolLimits()
 
 
 def new_http_client(pool: PoolLimits = DEFAULT_POOL) -> httpx.AsyncClient:
-    """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts, this pool."""
-    if getproxies():  # httpx reads proxies from the environment only for a client of its own
-        return httpx.AsyncClient(limits=pool.limits(), timeout=pool.timeout())
-    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout())
+    """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts, this pool
+    (with or without a proxy in the environment: the transport reads it)."""
+    import httpx
+
+    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout(), trust_env=False)
+
+
+def model_pool(engine: EngineTimeouts) -> PoolLimits:
+    """The pool with ``[engine]``'s ``connect_timeout``, ``first_byte_timeout`` and ``chunk_timeout``."""
+    return PoolLimits(
+        connect_timeout_s=engine.connect_timeout,
+        first_byte_timeout_s=engine.first_byte_timeout,
+        read_timeout_s=engine.chunk_timeout,
+    )

@@ -24,7 +24,21 @@ from typing import Any
 
 import httpcore
 
-__all__ = ["PacedStream", "open_stream", "readable"]
+__all__ = ["ChunkTimeout", "FirstByteTimeout", "PacedStream", "open_stream", "readable"]
+
+
+class _ReadTimeout(httpcore.ReadTimeout):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"timed out after {seconds:g} s")
+        self.seconds = seconds
+
+
+class FirstByteTimeout(_ReadTimeout):
+    """No byte of the response (its head) within the first-byte timeout of sending the request."""
+
+
+class ChunkTimeout(_ReadTimeout):
+    """The response's body went silent for longer than the between-chunks timeout."""
 
 
 def readable(fd: int) -> bool:
@@ -103,7 +117,9 @@ class PacedStream:
             if not self._transport.is_closing():
                 self._transport.resume_reading()
 
-    async def read(self, max_bytes: int, timeout_s: float | None = None) -> bytes:
+    async def read(
+        self, max_bytes: int, timeout_s: float | None = None, error: type[_ReadTimeout] = ChunkTimeout
+    ) -> bytes:
         protocol = self._protocol
         if self._pace_s > 0:
             wait = self._last + self._pace_s - time.monotonic()
@@ -113,7 +129,7 @@ class PacedStream:
             if self._paused:
                 self._paused = False
                 self._transport.resume_reading()
-            await self._wait(protocol, timeout_s, httpcore.ReadTimeout)
+            await self._wait(protocol, timeout_s, error)
         if not protocol.chunks:
             if protocol.error is not None:
                 raise httpcore.ReadError(str(protocol.error) or type(protocol.error).__name__)
@@ -130,14 +146,15 @@ class PacedStream:
             self._transport.pause_reading()
         return data
 
-    async def _wait(self, protocol: _Protocol, timeout_s: float | None, error: type[Exception]) -> None:
+    async def _wait(self, protocol: _Protocol, timeout_s: float | None, error: type[_ReadTimeout]) -> None:
         loop = asyncio.get_running_loop()
         waiter = protocol.waiter = loop.create_future()
         expiry = None if timeout_s is None else loop.call_later(timeout_s, _timed_out, waiter)
         try:
             await waiter
         except TimeoutError:
-            raise error(f"timed out after {timeout_s:g} s") from None
+            assert timeout_s is not None
+            raise error(timeout_s) from None
         finally:
             protocol.waiter = None
             if expiry is not None:
@@ -157,6 +174,22 @@ class PacedStream:
             raise httpcore.WriteTimeout(f"timed out after {timeout_s:g} s") from None
         if protocol.error is not None:
             raise httpcore.WriteError(str(protocol.error) or "the connection was lost")
+
+    async def start_tls(self, context: ssl.SSLContext, hostname: str, timeout_s: float | None) -> PacedStream:
+        """TLS over this connection (inside a proxy's tunnel): the stream to use from now on."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout_s):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, context, server_hostname=hostname
+                )
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"the TLS handshake timed out after {timeout_s:g} s") from None
+        except (OSError, ssl.SSLError) as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        assert isinstance(transport, asyncio.Transport)
+        self._protocol.transport = transport
+        return PacedStream(transport, self._protocol)
 
     async def aclose(self) -> None:
         self._transport.abort()  # an HTTP connection has nothing to flush when it is dropped

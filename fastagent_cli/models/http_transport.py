@@ -11,6 +11,13 @@ origin (scheme, host, port):
   load), each with its own pool timeout (``httpx.PoolTimeout``, as before);
 * ``open``: connections counted against ``max_connections`` (idle, busy or connecting).
 
+Idle connections are also closed on a timer once their keep-alive expires (one timer for the
+whole pool, set for the oldest idle connection), so a quiet agent does not hold sockets open to
+its providers until its next request. A provider's ``caFile`` (the request's
+``fastagent.ca_file`` extension) is part of the origin's key: connections checked against one CA
+are never reused for a request that trusts another. A proxy in the environment is honoured here
+too (:mod:`~fastagent_cli.models.http_proxy`).
+
 A request takes an idle connection, else opens one while under the limit, else waits. Handing a
 connection back is synchronous bookkeeping that runs in a ``finally`` (no ``await`` before it), so
 a request cancelled at any moment can never leave its slot counted as busy: the promise of
@@ -33,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 
@@ -40,9 +48,14 @@ import httpcore
 import httpx
 
 from fastagent_cli.models.http1 import Head, Http1Connection
+from fastagent_cli.models.http_proxy import Proxy, environment_proxies, open_through
 from fastagent_cli.models.http_socket import PacedStream, open_stream
 
-__all__ = ["PooledTransport"]
+__all__ = ["CA_FILE", "PooledTransport"]
+
+CA_FILE = "fastagent.ca_file"
+"""The request extension naming the PEM bundle an ``https://`` request's server is checked against."""
+_SWEEP_SLACK_S = 0.05
 
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 
@@ -82,24 +95,35 @@ def _as_httpx() -> Iterator[None]:
 
 
 class _Origin:
-    def __init__(self, transport: PooledTransport, origin: httpcore.Origin) -> None:
+    def __init__(
+        self,
+        transport: PooledTransport,
+        origin: httpcore.Origin,
+        ca_file: str | None = None,
+        proxy: Proxy | None = None,
+    ) -> None:
         self.transport = transport
         self.origin = origin
+        self.ca_file = ca_file
+        self.proxy = proxy
         self.idle: deque[Http1Connection] = deque()
         self.waiters: deque[asyncio.Future[Http1Connection]] = deque()
         self.open = 0
 
     def _new(self) -> Http1Connection:
-        return self.transport.new_connection(self.origin)
+        return self.transport.new_connection(self)
 
-    def _sweep(self) -> None:
+    def oldest_idle_expiry(self) -> float | None:
+        return self.idle[0].expires_at if self.idle else None
+
+    def sweep(self) -> None:
         """Close expired idle connections (oldest first) and those above the keep-alive limit."""
         idle = self.idle
         while idle and (len(idle) > self.transport.max_keepalive or _expired(idle[0])):
             self._drop(idle.popleft())
 
     async def acquire(self, timeout_s: float | None) -> Http1Connection:
-        self._sweep()
+        self.sweep()
         while self.idle:
             connection = self.idle.pop()
             if connection.is_available() and not _expired(connection):
@@ -132,7 +156,8 @@ class _Origin:
                 waiter.set_result(connection)
                 return
             self.idle.append(connection)
-            self._sweep()
+            self.sweep()
+            self.transport.arm_sweep()
             return
         self._drop(connection)
 
@@ -196,21 +221,51 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self.max_keepalive = max_keepalive
         self.keepalive_expiry = keepalive_expiry
         self.closed = False
-        self._origins: dict[tuple[bytes, bytes, int], _Origin] = {}
+        self._origins: dict[tuple[bytes, bytes, int, str | None], _Origin] = {}
         self._closing: set[asyncio.Task[None]] = set()
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl: dict[str | None, ssl.SSLContext] = {}
+        self._proxies = environment_proxies()
+        self._sweep_timer: asyncio.TimerHandle | None = None
 
-    def new_connection(self, origin: httpcore.Origin) -> Http1Connection:
-        return Http1Connection(origin, self._open, self.keepalive_expiry)
+    def new_connection(self, origin: _Origin) -> Http1Connection:
+        async def opener(_: httpcore.Origin, timeout_s: float | None) -> PacedStream:
+            return await self._open(origin, timeout_s)
 
-    async def _open(self, origin: httpcore.Origin, timeout_s: float | None) -> PacedStream:
-        context = None
-        if origin.scheme == b"https":
-            if self._ssl is None:
-                self._ssl = httpx.create_ssl_context()  # on first use: it reads the CA bundle
-                self._ssl.set_alpn_protocols(["http/1.1"])
-            context = self._ssl
-        return await open_stream(origin.host.decode("ascii"), origin.port, context, timeout_s)
+        return Http1Connection(origin.origin, opener, self.keepalive_expiry)
+
+    def _context(self, ca_file: str | None) -> ssl.SSLContext:
+        context = self._ssl.get(ca_file)
+        if context is None:  # on first use: it reads the CA bundle
+            if ca_file is None:
+                context = httpx.create_ssl_context()  # certifi, or SSL_CERT_FILE / SSL_CERT_DIR
+            else:
+                context = ssl.create_default_context(cafile=ca_file)
+            context.set_alpn_protocols(["http/1.1"])
+            self._ssl[ca_file] = context
+        return context
+
+    async def _open(self, pooled: _Origin, timeout_s: float | None) -> PacedStream:
+        origin = pooled.origin
+        context = self._context(pooled.ca_file) if origin.scheme == b"https" else None
+        host = origin.host.decode("ascii")
+        if pooled.proxy is not None:
+            return await open_through(pooled.proxy, host, origin.port, context, timeout_s)
+        return await open_stream(host, origin.port, context, timeout_s)
+
+    def arm_sweep(self) -> None:
+        """Make sure a timer will close the oldest idle connection when its keep-alive expires."""
+        if self._sweep_timer is not None or self.closed or self.keepalive_expiry is None:
+            return
+        expiries = [e for o in self._origins.values() if (e := o.oldest_idle_expiry()) is not None]
+        if expiries:
+            delay = max(0.0, min(expiries) - time.monotonic()) + _SWEEP_SLACK_S
+            self._sweep_timer = asyncio.get_running_loop().call_later(delay, self._swept)
+
+    def _swept(self) -> None:
+        self._sweep_timer = None
+        for origin in self._origins.values():
+            origin.sweep()
+        self.arm_sweep()
 
     def close_later(self, connection: Http1Connection) -> None:
         task = asyncio.get_running_loop().create_task(connection.aclose())
@@ -239,10 +294,19 @@ class PooledTransport(httpx.AsyncBaseTransport):
         url = request.url
         scheme, host = url.raw_scheme, url.raw_host
         port = url.port or _DEFAULT_PORTS.get(scheme, 80)
-        origin = self._origins.get((scheme, host, port))
+        ca_file = request.extensions.get(CA_FILE) if scheme == b"https" else None
+        key = (scheme, host, port, ca_file)
+        origin = self._origins.get(key)
         if origin is None:
-            origin = self._origins[(scheme, host, port)] = _Origin(self, httpcore.Origin(scheme, host, port))
+            with _as_httpx():
+                proxy = self._proxies.for_origin(scheme.decode("ascii"), host.decode("ascii"))
+            origin = self._origins[key] = _Origin(self, httpcore.Origin(scheme, host, port), ca_file, proxy)
         headers = request.headers.raw
+        target = url.raw_path
+        if origin.proxy is not None and scheme == b"http":  # a forward proxy: absolute form
+            target = str(url.copy_with(fragment=None)).encode("ascii")
+            if origin.proxy.authorization is not None:
+                headers = [*headers, (b"Proxy-Authorization", origin.proxy.authorization)]
         body = await request.aread()
         if any(k.lower() == b"transfer-encoding" for k, _ in headers):  # a body of unknown length
             body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
@@ -251,9 +315,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             while True:
                 connection = await origin.acquire(timeouts.get("pool"))
                 try:
-                    head = await connection.request(
-                        request.method.encode(), url.raw_path, headers, body, timeouts
-                    )
+                    head = await connection.request(request.method.encode(), target, headers, body, timeouts)
                 except httpcore.ConnectionNotAvailable:
                     origin.release(connection)
                     continue
@@ -274,6 +336,9 @@ class PooledTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         self.closed = True
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
         for origin in self._origins.values():
             while origin.idle:
                 origin._drop(origin.idle.pop())

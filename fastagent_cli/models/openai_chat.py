@@ -243,7 +243,7 @@ class OpenAIChatClient(HttpStreamClient):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
         url, headers, body = encode_chat_request(request)
         state = _ChatStream(request)
-        async with self._post_stream(request.model.provider, url, headers, body) as response:
+        async with self._post_stream(request.model.provider, url, headers, body, request.model) as response:
             content_type = response.headers.get("content-type", "")
             if content_type.startswith("application/json"):  # the server ignored ``stream``
                 for delta in state.feed_body(await response.aread()):

@@ -267,7 +267,7 @@ class OpenAIResponsesClient(HttpStreamClient):
         url, headers, body = build_responses_request(request)
         state = _ResponsesStream(request.model)
         async with (
-            self._post_stream(request.model.provider, url, headers, body) as response,
+            self._post_stream(request.model.provider, url, headers, body, request.model) as response,
             aclosing(aiter_sse(response.aiter_bytes())) as events,
         ):
             async for event in events:

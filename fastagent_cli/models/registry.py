@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from fastagent_cli.errors import ConfigError, ModelError
+from fastagent_cli.models.provider_transport import parse_ca_file, parse_timeouts
 from fastagent_cli.models.types import THINKING_LEVELS, ModelInfo, ThinkingLevel
 
 __all__ = ["SUPPORTED_APIS", "ModelRegistry", "ProviderInfo", "parse_spec"]
@@ -51,6 +52,8 @@ class ProviderInfo:
     """A subscription login exists for it (``fastagent login <name>``)."""
     key_optional: bool = False
     """A key is used when set but not needed (the catalog's ``local`` server)."""
+    timeouts: dict[str, float] = field(default_factory=dict)
+    ca_file: str | None = None
 
     @property
     def needs_key(self) -> bool:
@@ -83,6 +86,8 @@ def _model(provider: ProviderInfo, raw: Mapping[str, Any]) -> ModelInfo:
         api_key=provider.api_key,
         oauth=provider.oauth,
         key_optional=provider.key_optional,
+        timeouts=dict(provider.timeouts),
+        ca_file=provider.ca_file,
     )
 
 
@@ -219,6 +224,8 @@ def _apply_models_json(providers: dict[str, ProviderInfo], path: Path) -> None:
             "models",
             "modelOverrides",
             "name",
+            "timeouts",
+            "caFile",
         }
         if unknown:
             raise bad(f"providers.{name}: unknown key {sorted(unknown)[0]!r}")
@@ -252,6 +259,13 @@ def _apply_models_json(providers: dict[str, ProviderInfo], path: Path) -> None:
         provider.compat.update(raw.get("compat") or {})
         if "apiKey" in raw:
             provider.api_key = raw["apiKey"]
+        try:
+            if "timeouts" in raw:
+                provider.timeouts.update(parse_timeouts(raw["timeouts"]))
+            if "caFile" in raw:
+                provider.ca_file = parse_ca_file(raw["caFile"], path.parent)
+        except ValueError as exc:
+            raise bad(f"providers.{name}: {exc}") from None
         existing = dict(provider.models)
         provider.models = {}
         for model_id, info in existing.items():

@@ -14,13 +14,16 @@ through the registry.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastagent_cli.errors import ModelError
 from fastagent_cli.models.credentials import NOT_NEEDED, Credential, CredentialSource, FileCredentials
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.scripted import load_scripted
 from fastagent_cli.models.types import ModelClient, ModelInfo
+
+if TYPE_CHECKING:
+    from fastagent_cli.models.http_pool import PoolLimits
 
 __all__ = ["FIXED_MODEL", "ModelResolver"]
 
@@ -37,10 +40,12 @@ class ModelResolver:
         auth_path: Path | None = None,
         agent_dir: Path | None = None,
         credentials: CredentialSource | None = None,
+        pool: PoolLimits | None = None,
     ) -> None:
         """``model`` is the default spec, resolved on first use (an unknown one fails the turn).
         ``credentials``: where keys come from (assembly passes one that renews subscription
-        logins); without it, ``auth_path`` and the environment are read as they are."""
+        logins); without it, ``auth_path`` and the environment are read as they are. ``pool``:
+        the wire clients' connection limits and timeouts (``[engine]``'s)."""
         self.model = model
         self.registry = registry or ModelRegistry()
         self.auth_path = auth_path
@@ -49,6 +54,7 @@ class ModelResolver:
         self._default: ModelInfo | None = None
         self._fixed: tuple[ModelInfo, ModelClient] | None = None
         self._clients: dict[str, Any] = {}
+        self._pool = pool
 
     @classmethod
     def fixed(
@@ -97,7 +103,11 @@ class ModelResolver:
         key = f"scripted:{model.id}" if model.api == "scripted" else model.api
         client: ModelClient | None = self._clients.get(key)
         if client is None:
-            client = load_scripted(model.id, self.agent_dir) if model.api == "scripted" else _wire(model.api)
+            client = (
+                load_scripted(model.id, self.agent_dir)
+                if model.api == "scripted"
+                else _wire(model.api, self._pool)
+            )
             self._clients[key] = client
         return client
 
@@ -107,20 +117,24 @@ class ModelResolver:
             await client.aclose()
 
 
-def _wire(api: str) -> ModelClient:
+def _wire(api: str, pool: PoolLimits | None) -> ModelClient:
+    if pool is None:
+        from fastagent_cli.models.http_pool import DEFAULT_POOL
+
+        pool = DEFAULT_POOL
     if api == "openai-completions":
         from fastagent_cli.models.openai_chat import OpenAIChatClient
 
-        return OpenAIChatClient()
+        return OpenAIChatClient(pool=pool)
     if api == "anthropic-messages":
         from fastagent_cli.models.anthropic_messages import AnthropicMessagesClient
 
-        anthropic: ModelClient = AnthropicMessagesClient()
+        anthropic: ModelClient = AnthropicMessagesClient(pool=pool)
         return anthropic
     if api in ("openai-responses", "openai-codex-responses"):
         from fastagent_cli.models.openai_responses import OpenAIResponsesClient
 
-        responses: ModelClient = OpenAIResponsesClient()
+        responses: ModelClient = OpenAIResponsesClient(pool=pool)
         return responses
     raise ModelError(
         f'API "{api}" is not supported (supported: openai-completions, openai-responses, '

@@ -81,6 +81,11 @@ class ModelInfo:
     key_optional: bool = False
     """A key is sent when one is set (``LOCAL_API_KEY``, a stored one), but none is needed: a
     local server (llama.cpp, vLLM, LM Studio) runs without one."""
+    timeouts: Mapping[str, float] = field(default_factory=dict)
+    """The provider's own ``connect`` / ``first_byte`` / ``between_chunks`` timeouts (seconds),
+    over the engine's (see :mod:`~fastagent_cli.models.provider_transport`)."""
+    ca_file: str | None = None
+    """A PEM bundle its ``https://`` certificates are checked against instead of the default."""
 
     @property
     def spec(self) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -121,8 +122,12 @@ class FakeProvider:
     api: ClassVar[str] = ""
     provider: ClassVar[str] = "fake"
 
-    def __init__(self, *, delay: float = 0.002, record: bool = True) -> None:
+    def __init__(
+        self, *, delay: float = 0.002, record: bool = True, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.delay = delay
+        self.tls = tls
+        """A server context: serve ``https://localhost:<port>`` (the certificate must name localhost)."""
         self.record = record
         """Keep every request in ``requests`` (turn it off for long runs)."""
         self.requests: list[RecordedRequest] = []
@@ -141,7 +146,7 @@ class FakeProvider:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.tls)
         await site.start()
         self._port = int(self._runner.addresses[0][1])
         return self
@@ -166,6 +171,8 @@ class FakeProvider:
 
     @property
     def origin(self) -> str:
+        if self.tls is not None:
+            return f"https://localhost:{self._port}"
         return f"http://127.0.0.1:{self._port}"
 
     @property

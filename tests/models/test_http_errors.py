@@ -153,7 +153,10 @@ def test_a_refused_connection_on_this_machine_is_final(host: str) -> None:
 def test_other_connection_failures_name_the_url() -> None:
     exc = httpx.ConnectTimeout("timed out", request=httpx.Request("POST", "https://api.example/v1/messages"))
     err = error_from_exception("anthropic", exc)
-    assert err.message == "anthropic: connection timed out: timed out (https://api.example/v1/messages)"
+    assert err.message == (
+        "anthropic: connection timed out: timed out (https://api.example/v1/messages) (connect timeout; "
+        "set connect_timeout in [engine], or timeouts.connect for the provider in models.json)"
+    )
 
 
 def test_a_context_overflow_answer_says_what_to_do_and_is_not_retried() -> None:

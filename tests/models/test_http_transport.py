@@ -18,6 +18,7 @@ from aiohttp import web
 from fastagent_cli.models.http_pool import PoolLimits, new_http_client
 from fastagent_cli.models.http_socket import readable
 from fastagent_cli.models.http_transport import PooledTransport, _Origin
+from tests.serving.serving_proc import established_connections
 
 
 class Origin:
@@ -165,6 +166,23 @@ async def test_cancelled_waiters_and_readers_never_lose_a_slot(origin: Origin) -
         assert opened <= 2 and waiting == 0
 
 
+async def test_idle_connections_are_closed_on_a_timer_when_their_keep_alive_expires(origin: Origin) -> None:
+    """Not only on the next request: a quiet agent must not hold its model sockets open."""
+    port = int(origin.url.rsplit(":", 1)[1])
+    async with pooled(keepalive_expiry_s=0.3) as http:
+        tasks = [asyncio.create_task(body(http, f"{origin.url}/hold/{n}")) for n in "abc"]
+        await eventually(lambda: len(origin.order) == 3)
+        for name in "abc":
+            origin.gate(name).set()
+        await asyncio.gather(*tasks)
+        assert transport_of(http).connections() == {origin.url: (3, 3, 0)}
+        assert established_connections(os.getpid(), port) == 3
+        await asyncio.sleep(0.6)  # no request meanwhile
+        assert transport_of(http).connections() == {origin.url: (0, 0, 0)}
+        await eventually(lambda: established_connections(os.getpid(), port) == 0)
+        assert await body(http, f"{origin.url}/fast") == b"ok"  # and the pool still serves
+
+
 async def test_expired_idle_connections_are_closed_and_replaced(origin: Origin) -> None:
     async with pooled(keepalive_expiry_s=0.05) as http:
         assert await body(http, f"{origin.url}/fast") == b"ok"
@@ -269,12 +287,24 @@ async def test_a_connection_that_fails_its_check_is_dropped_and_its_slot_freed()
     await transport.aclose()
 
 
-async def test_a_proxy_in_the_environment_gets_httpx_own_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+async def test_a_proxy_in_the_environment_keeps_the_same_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One client for every provider: a proxy is honoured by our transport, not by a second one
+    (the tunnel itself is tested over TLS in tests/models/test_tls_transport.py)."""
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "no_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
-    async with new_http_client() as http:
-        assert isinstance(http._transport, PooledTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "localhost")
     async with new_http_client(PoolLimits(max_connections=7)) as http:
-        assert not isinstance(http._transport, PooledTransport)
-        assert any(pattern.pattern == "https://" for pattern in http._mounts)  # the proxy is honoured
+        transport = transport_of(http)
+        proxy = transport._proxies.for_origin("https", "api.example.com")
+        assert proxy is not None and (proxy.host, proxy.port) == ("127.0.0.1", 9)
+        assert transport._proxies.for_origin("https", "localhost") is None  # NO_PROXY
+        assert transport._proxies.for_origin("http", "api.example.com") is None  # only HTTPS_PROXY set
