@@ -34,7 +34,7 @@ from fastagent_cli.models.registry import parse_spec
 from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import SessionStore, release_lease
+from fastagent_cli.sessions.store import SessionStore
 
 __all__ = ["SessionPort", "SessionSettings", "SessionSummary", "SessionView"]
 
@@ -211,15 +211,10 @@ class SessionPort:
 
     @contextlib.asynccontextmanager
     async def _leased(self, session: str, create: bool) -> AsyncIterator[SessionRecord]:
-        release = await self._store.lease(session)
-        if release is None:
-            raise SessionError(f"session {session} is busy (a turn is running elsewhere); try again")
-        try:
+        async with self._store.leased(session):  # busy: SessionBusyError at once
             record = await (
                 self._store.open_or_create(session) if create else self._store.open_if_exists(session)
             )
             if record is None:
                 raise SessionError(f"no session {session!r}")
             yield record
-        finally:
-            await release_lease(release)

@@ -28,11 +28,11 @@ from fastagent_cli.control import (
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.boundary import BUSY_MESSAGE, no_such_session, session_exists, state_changed
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import FastagentError, ModelError, one_line
+from fastagent_cli.errors import FastagentError, ModelError, SessionBusyError, one_line
 from fastagent_cli.messages import THINKING_LEVELS
 from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.sessions.record import SessionRecord, is_position
-from fastagent_cli.sessions.store import ForkConflict, release_lease
+from fastagent_cli.sessions.store import ForkConflict
 
 __all__ = ["delete_session", "fork_session", "update_session"]
 
@@ -97,54 +97,54 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
     if not await session_exists(store, session):
         return no_such_session(session)
     try:
-        release = await store.lease(session)
-    except FastagentError as exc:
-        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    if release is None:
-        return rejected(SESSION_BUSY, BUSY_MESSAGE)
-    try:
-        try:
+        async with store.leased(session):
             record = await store.open_if_exists(session)
-        except FastagentError as exc:
-            return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-        if record is None:
-            return no_such_session(session)
-        planned = _planned(engine, record, patch, checked)
-        if isinstance(planned, ActionResult):
-            return planned
-        landed: list[str] = []
-        steps: list[tuple[str, Callable[[], object]]] = []
-        if patch.leaf_entry_id is not None:
-            target = patch.leaf_entry_id
-            steps.append(("leafEntryId", lambda: record.move_leaf(target)))
-        if patch.name is not None:
-            label = patch.name.strip()
-            steps.append(("name", lambda: record.set_name(label)))
-        if checked is not None:
-            model = checked
-            steps.append(
-                ("model", lambda: record.append("model_change", provider=model.provider, modelId=model.id))
-            )
-        if patch.thinking_level is not None:
-            level = patch.thinking_level
-            steps.append(
-                ("thinkingLevel", lambda: record.append("thinking_level_change", thinkingLevel=level))
-            )
-        try:
-            for field, step in steps:
-                step()
-                landed.append(field)
-            await _flushed(record, landed)
-        except (FastagentError, OSError) as exc:
-            reason = one_line(getattr(exc, "message", None) or str(exc))
-            if not landed:
-                return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
-            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
-            return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
+            if record is None:
+                return no_such_session(session)
+            return await _write(engine, record, patch, checked)
+    except SessionBusyError:
+        return rejected(SESSION_BUSY, BUSY_MESSAGE)
+    except FastagentError as exc:  # the store cannot be asked, or the record read
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
+
+
+async def _write(
+    engine: EngineAgent, record: SessionRecord, patch: SessionUpdate, model: ModelInfo | None
+) -> ActionResult:
+    """Validate the patch against the leased record, then write its fields one entry each."""
+    planned = _planned(engine, record, patch, model)
+    if isinstance(planned, ActionResult):
+        return planned
+    session = record.session
+    landed: list[str] = []
+    steps: list[tuple[str, Callable[[], object]]] = []
+    if patch.leaf_entry_id is not None:
+        target = patch.leaf_entry_id
+        steps.append(("leafEntryId", lambda: record.move_leaf(target)))
+    if patch.name is not None:
+        label = patch.name.strip()
+        steps.append(("name", lambda: record.set_name(label)))
+    if model is not None:
+        chosen = model
+        steps.append(
+            ("model", lambda: record.append("model_change", provider=chosen.provider, modelId=chosen.id))
+        )
+    if patch.thinking_level is not None:
+        level = patch.thinking_level
+        steps.append(("thinkingLevel", lambda: record.append("thinking_level_change", thinkingLevel=level)))
+    try:
+        for field, step in steps:
+            step()
+            landed.append(field)
+        await _flushed(record, landed)
+    except (FastagentError, OSError) as exc:
+        reason = one_line(getattr(exc, "message", None) or str(exc))
+        if not landed:
+            return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
         engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
-        return accepted()
-    finally:
-        await release_lease(release)
+        return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
+    engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+    return accepted()
 
 
 async def _flushed(record: SessionRecord, landed: list[str]) -> None:
@@ -187,17 +187,12 @@ async def delete_session(engine: EngineAgent, session: str) -> ActionResult:
     if not await session_exists(engine.store, session):
         return no_such_session(session)
     try:
-        release = await engine.store.lease(session)
-    except FastagentError as exc:
-        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    if release is None:
+        async with engine.store.leased(session):
+            existed = await engine.store.delete(session)
+    except SessionBusyError:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
-    try:
-        existed = await engine.store.delete(session)
     except FastagentError as exc:
         return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    finally:
-        await release_lease(release)
     if not existed:
         return no_such_session(session)
     engine.hub.end_session(session, "deleted")
