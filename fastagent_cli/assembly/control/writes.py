@@ -1,4 +1,4 @@
-"""The hub's durable writes: ``update``, ``fork`` and ``delete``.
+"""The hub's durable writes: ``update``, ``fork`` and ``delete``, and the owner's settings writes.
 
 Writes run between runs, under the session's lease (``session_busy`` while a run or another
 write holds it, retryable at idle), and only on a session that exists (``no_such_session``:
@@ -7,12 +7,18 @@ written, so a rejected patch leaves nothing behind; its fields are then written 
 journal entries (a leaf move, ``session_info``, ``model_change``, ``thinking_level_change``), and a
 failure between them answers ``partial_update`` naming what landed, after a ``state_changed``
 reporting the record as it now is. One ``state_changed`` reports each accepted patch.
+
+:func:`write_settings` is the same write for the agent's owner (chat's ``/model``, ``/thinking``,
+a new session carrying the settings chosen before, ``--model`` pinned on a session), which the
+session port validates with its own messages: under the lease, whole entries, one
+``state_changed`` to the hub's watchers (the web chat, ``attach``, ``/control/.../events``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastagent_cli.control import (
     BOUNDARY_COMMAND_FAILED,
@@ -28,13 +34,13 @@ from fastagent_cli.control import (
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.boundary import BUSY_MESSAGE, no_such_session, session_exists, state_changed
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import FastagentError, ModelError, SessionBusyError, one_line
+from fastagent_cli.errors import FastagentError, ModelError, SessionBusyError, SessionError, one_line
 from fastagent_cli.messages import THINKING_LEVELS
 from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.sessions.record import SessionRecord, is_position
 from fastagent_cli.sessions.store import ForkConflict
 
-__all__ = ["delete_session", "fork_session", "update_session"]
+__all__ = ["SettingsDecision", "delete_session", "fork_session", "update_session", "write_settings"]
 
 log = logging.getLogger("fastagent.control")
 
@@ -145,6 +151,31 @@ async def _write(
         return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
     engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
     return accepted()
+
+
+SettingsDecision = Callable[[SessionRecord], tuple[Sequence[tuple[str, dict[str, Any]]], SessionSettings]]
+"""Given the leased record: the entries to write (``model_change`` / ``thinking_level_change``) and
+the settings they lead to; raises (writing nothing) to refuse."""
+
+
+async def write_settings(
+    engine: EngineAgent, session: str, decide: SettingsDecision, *, create: bool = False
+) -> SessionSettings:
+    """The owner's settings write: under the session's lease (SessionBusyError at once while a run
+    or another write holds it), ``decide`` on the record as it is, its entries appended whole and
+    flushed, and a ``state_changed`` for the hub's watchers when anything was written. A session
+    that does not exist is created when ``create``, else SessionError."""
+    store = engine.store
+    async with store.leased(session):
+        record = await (store.open_or_create(session) if create else store.open_if_exists(session))
+        if record is None:
+            raise SessionError(f"no session {session!r}")
+        entries, result = decide(record)
+        if entries:
+            record.append_many(list(entries))
+            await record.flush()
+            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+        return result
 
 
 async def _flushed(record: SessionRecord, landed: list[str]) -> None:
