@@ -133,24 +133,19 @@ async def seed(agent: Path, env: dict[str, str], count: int, concurrency: int) -
         sem = asyncio.Semaphore(concurrency)
 
         async def one(i: int) -> None:
-            async with sem:
-                release = await store.lease(f"stored-{i}")
-                assert release is not None
-                try:
-                    record = await store.open_or_create(f"stored-{i}")
-                    record.append_message(
-                        {
-                            "role": "user",
-                            "content": [{"type": "text", "text": f"question {i}"}],
-                            "timestamp": 1,
-                        }
-                    )
-                    record.append_message(
-                        {"role": "assistant", "content": [{"type": "text", "text": "answer"}], "timestamp": 2}
-                    )
-                    await record.flush()
-                finally:
-                    release()
+            async with sem, store.leased(f"stored-{i}"):
+                record = await store.open_or_create(f"stored-{i}")
+                record.append_message(
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"question {i}"}],
+                        "timestamp": 1,
+                    }
+                )
+                record.append_message(
+                    {"role": "assistant", "content": [{"type": "text", "text": "answer"}], "timestamp": 2}
+                )
+                await record.flush()
 
         await asyncio.gather(*(one(i) for i in range(count)))
     finally:

@@ -10,6 +10,7 @@
     ├── CredentialError                      missing or unreadable credentials
     ├── ProviderError                        a model API answered with an error (status, retryable)
     ├── SessionError                         a session record cannot be read or written
+    │   └── SessionBusyError                 the session's lease is held (a run or a write; retryable)
     ├── DatabaseError                        the state database cannot be reached or refused (retryable)
     ├── ToolError                            a tool cannot be found or loaded
     ├── ScheduleError                        an unknown schedule or wake-up, unreadable schedule state
@@ -37,6 +38,7 @@ __all__ = [
     "ProviderError",
     "ScheduleError",
     "ServeError",
+    "SessionBusyError",
     "SessionError",
     "ToolError",
     "UsageError",
@@ -113,6 +115,17 @@ class SessionError(FastagentError):
         super().__init__(message, public=public)
         self.retryable = retryable
         self.path = path
+
+
+class SessionBusyError(SessionError):
+    """The session's write lease is held (a run, a compaction or a settings write, in this process
+    or another): nothing was done; retryable once the session is idle."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__(
+            f"session {session} is busy (a turn is running elsewhere); try again", retryable=True
+        )
+        self.session = session
 
 
 class DatabaseError(FastagentError):

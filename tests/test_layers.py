@@ -20,11 +20,21 @@ Layers, inner to outer (imports point inward only)::
 
 Every import counts, including the ones inside functions and under ``TYPE_CHECKING``: a lazy or
 type-only import still couples the layers. The module graph must have no cycle either.
+
+Inside ``channels/``: the kit (``channels/kit/``) imports no platform, and a platform (every other
+folder or module of ``channels/`` but its ``__init__``) imports the kit and itself only, never
+another platform.
+
+Each third-party heavyweight is imported by the package that owns it only (:data:`HEAVY_HOMES`),
+so an accidental import on the CLI's start-up path fails here, not in a benchmark; the modules of
+:data:`HEAVY_LAZY_ALLOWED` may import one inside a function (login's terminal prompts).
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +69,21 @@ HOST_MAY_IMPORT = frozenset(
     {"contract", "errors", "messages", "control", "sse", "_version", "logging_setup", "state", "assembly"}
 )
 CLI_MAY_NOT_IMPORT = frozenset({"engine", "sessions"})
+HEAVY_HOMES: dict[str, tuple[str, ...]] = {
+    "asyncpg": ("fastagent_cli.state.pg",),
+    "prompt_toolkit": ("fastagent_cli.chat",),
+    "pydantic_monty": ("fastagent_cli.tools.code_mode",),
+    "mcp": ("fastagent_cli.tools.mcp",),
+    "mcp_types": ("fastagent_cli.tools.mcp",),
+}
+"""Third-party heavyweights (top-level import name) -> the packages that may import them."""
+HEAVY_LAZY_ALLOWED = {
+    ("prompt_toolkit", "fastagent_cli.cli.login_cmd"),
+    ("prompt_toolkit", "fastagent_cli.cli.oauth_login"),
+}
+"""``(heavyweight, module)``: may import it inside a function (only when that command asks)."""
+CHANNELS = f"{PACKAGE}.channels"
+CHANNEL_KIT = "kit"
 EXCLUDED = ("data",)
 """Template files shipped as data (they import the package as a user would)."""
 
@@ -151,6 +176,80 @@ def violations(root: Path) -> list[str]:
     return found
 
 
+def channel_room(module: str) -> str | None:
+    """The part of ``channels/`` a module is in: ``"kit"``, a platform's name, ``""`` for the
+    package's ``__init__``; ``None`` outside ``channels/``."""
+    if module == CHANNELS:
+        return ""
+    if not module.startswith(CHANNELS + "."):
+        return None
+    return module[len(CHANNELS) + 1 :].split(".")[0]
+
+
+def channel_violations(root: Path) -> list[str]:
+    """Imports inside ``channels/`` that break its rule: the kit imports no platform, and no
+    platform imports another (nor the package ``__init__``, which reaches every platform)."""
+    found = []
+    for edge in imports(root):
+        src, dst = channel_room(edge.importer), channel_room(edge.imported)
+        if src is None or dst is None or src == "" or src == dst or dst == CHANNEL_KIT:
+            continue
+        arrow = f"{edge.importer} -> {edge.imported}"
+        if src == CHANNEL_KIT:
+            found.append(f"{edge.where()}: the channel kit imports a platform: {arrow}")
+        else:
+            found.append(f"{edge.where()}: a channel platform imports another: {arrow}")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class External:
+    importer: str
+    name: str
+    """The imported top-level name (``asyncpg`` for ``from asyncpg.pool import Pool``)."""
+    lazy: bool
+    """Inside a function: imported when it runs, not when the module loads."""
+    path: Path
+    line: int
+
+
+def external_imports(root: Path) -> Iterator[External]:
+    """Every absolute import of a module outside the package, with whether it is lazy."""
+    for name, path in modules(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        inside = {id(inner) for fn in functions for inner in ast.walk(fn) if inner is not fn}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [node.module]
+            else:
+                continue
+            for target in targets:
+                top = target.split(".")[0]
+                if top != PACKAGE:
+                    yield External(name, top, id(node) in inside, path, node.lineno)
+
+
+def heavy_violations(root: Path) -> list[str]:
+    """Imports of a heavyweight outside the packages that own it (:data:`HEAVY_HOMES`)."""
+    found = []
+    for edge in external_imports(root):
+        homes = HEAVY_HOMES.get(edge.name)
+        if homes is None:
+            continue
+        if any(edge.importer == home or edge.importer.startswith(home + ".") for home in homes):
+            continue
+        if edge.lazy and (edge.name, edge.importer) in HEAVY_LAZY_ALLOWED:
+            continue
+        where = f"{edge.path.relative_to(root.parent)}:{edge.line}"
+        how = "lazily " if edge.lazy else ""
+        owners = ", ".join(h.removeprefix(PACKAGE + ".").replace(".", "/") + "/" for h in homes)
+        found.append(f"{where}: {edge.importer} {how}imports {edge.name}, which only {owners} may import")
+    return found
+
+
 def cycles(root: Path) -> list[list[str]]:
     """The import cycles between modules (strongly connected components larger than one)."""
     graph: dict[str, set[str]] = {name: set() for name in modules(root)}
@@ -200,6 +299,43 @@ def test_no_import_cycles() -> None:
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def test_channel_platforms_stand_on_the_kit_alone() -> None:
+    found = channel_violations(ROOT)
+    assert not found, "channels/ rule broken (see tests/test_layers.py):\n" + "\n".join(found)
+
+
+def test_heavyweights_are_imported_by_their_packages_only() -> None:
+    found = heavy_violations(ROOT)
+    assert not found, "heavyweight imported outside its package (see HEAVY_HOMES):\n" + "\n".join(found)
+
+
+def startup_heavyweights(*planted: str, path: Path | None = None) -> list[str]:
+    """The heavyweights of :data:`HEAVY_HOMES` loaded on the CLI's start-up path as it runs: the
+    entry point, the click tree and every command's module (each imported when its command runs),
+    and the ``planted`` modules (found on ``path``) like commands."""
+    code = (
+        "import importlib, sys\n"
+        "from fastagent_cli.cli import COMMANDS\n"
+        "from fastagent_cli.cli.group import build_cli\n"
+        "import fastagent_cli.cli.main\n"
+        "build_cli()\n"
+        f"for module in [*(t.partition(':')[0] for t, _ in COMMANDS.values()), *{list(planted)!r}]:\n"
+        "    importlib.import_module(module)\n"
+        f"heavy = {sorted(HEAVY_HOMES)!r}\n"
+        "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & set(heavy))))\n"
+    )
+    if path is not None:
+        code = f"import sys\nsys.path.insert(0, {str(path)!r})\n" + code
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return [name for name in out.strip().split(",") if name]
+
+
+def test_no_command_imports_a_heavyweight_when_it_loads() -> None:
+    loaded = startup_heavyweights()
+    assert not loaded, f"loaded on the CLI's start-up path: {loaded}"
+
+
 def test_every_package_part_has_a_layer() -> None:
     parts = {part_of(name) for name in modules(ROOT)}
     assert parts <= set(LAYER_OF), f"parts in no layer: {sorted(parts - set(LAYER_OF))}"
@@ -246,3 +382,81 @@ def test_the_checker_catches_what_it_forbids(tmp_path: Path) -> None:
     assert "serving.app -> fastagent_cli.assembly" not in found  # a host may use assembly
     assert "sessions.record -> fastagent_cli.errors" not in found
     assert cycles(root) == [["fastagent_cli.serving.app", "fastagent_cli.serving.routes"]]
+
+
+def test_the_channel_rule_catches_what_it_forbids(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "channels/__init__.py": "def f():\n    from fastagent_cli.channels import telegram\n",
+            "channels/kit/__init__.py": "",
+            "channels/kit/runner.py": "from fastagent_cli.channels.slack.api import SlackApi\n",
+            "channels/kit/send.py": "from . import runner\n",
+            "channels/slack/__init__.py": "",
+            "channels/slack/api.py": "from fastagent_cli.channels.kit import send\nfrom . import parse\n",
+            "channels/slack/parse.py": "",
+            "channels/telegram/__init__.py": "",
+            "channels/telegram/runtime.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from fastagent_cli.channels.slack.parse import x\n",
+            "channels/telegram/ingress.py": "from fastagent_cli.channels import Intent\n",
+            "channels/github.py": "def f():\n    from ..channels.telegram import runtime\n",
+        },
+    )
+    found = channel_violations(root)
+    joined = "\n".join(found)
+    assert (
+        "the channel kit imports a platform: fastagent_cli.channels.kit.runner -> "
+        "fastagent_cli.channels.slack.api" in joined
+    )
+    assert (
+        "a channel platform imports another: fastagent_cli.channels.telegram.runtime -> "
+        "fastagent_cli.channels.slack.parse" in joined
+    )
+    assert "fastagent_cli.channels.telegram.ingress -> fastagent_cli.channels" in joined  # the root: all
+    assert "fastagent_cli.channels.github -> fastagent_cli.channels.telegram.runtime" in joined
+    assert len(found) == 4  # the root may re-export platforms; a platform its own rooms and the kit
+
+
+def test_the_heavyweight_rule_catches_what_it_forbids(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "state/__init__.py": "",
+            "state/pg/__init__.py": "",
+            "state/pg/driver.py": "import asyncpg\n",
+            "state/channel_state.py": "from asyncpg.pool import Pool\n",
+            "chat/__init__.py": "",
+            "chat/app.py": "from prompt_toolkit import PromptSession\n",
+            "cli/__init__.py": "",
+            "cli/login_cmd.py": "def ask():\n    from prompt_toolkit import prompt\n",
+            "cli/oauth_login.py": "from prompt_toolkit import PromptSession\n",
+            "cli/main.py": "def run():\n    import prompt_toolkit.shortcuts\n",
+            "tools/__init__.py": "",
+            "tools/code_mode/sandbox.py": "import pydantic_monty\n",
+            "tools/catalog.py": "def f():\n    import pydantic_monty\n",
+            "tools/mcp/connection.py": "import mcp_types\nfrom mcp.client.session import ClientSession\n",
+            "engine/__init__.py": "",
+            "engine/agent.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import mcp\n",
+            "serving/__init__.py": "",
+            "serving/app.py": "import httpx\nimport asyncpgx\n",
+        },
+    )
+    found = heavy_violations(root)
+    joined = "\n".join(found)
+    assert (
+        "fastagent_cli/state/channel_state.py:1: fastagent_cli.state.channel_state imports asyncpg, "
+        "which only state/pg/ may import" in joined
+    )
+    assert "fastagent_cli.cli.oauth_login imports prompt_toolkit" in joined  # allowed lazily only
+    assert "fastagent_cli.cli.main lazily imports prompt_toolkit, which only chat/ may import" in joined
+    assert "fastagent_cli.tools.catalog lazily imports pydantic_monty" in joined
+    assert "fastagent_cli.engine.agent imports mcp, which only tools/mcp/ may import" in joined
+    assert len(found) == 5, joined  # the homes, login's lazy prompt and other packages pass
+
+
+def test_the_start_up_check_catches_a_heavyweight_a_command_loads(tmp_path: Path) -> None:
+    (tmp_path / "planted_cmd.py").write_text("import mcp\nimport asyncpg\n", encoding="utf-8")
+    (tmp_path / "lazy_cmd.py").write_text("def run():\n    import pydantic_monty\n", encoding="utf-8")
+    loaded = startup_heavyweights("planted_cmd", "lazy_cmd", path=tmp_path)
+    assert "asyncpg" in loaded and "mcp" in loaded
+    assert "pydantic_monty" not in loaded  # imported when the command runs, not when it loads

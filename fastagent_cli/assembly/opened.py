@@ -286,7 +286,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             ),
         )
     )
-    sessions = SessionPort(store, resolver, surface.thinking_level, engine.compact)
+    sessions = SessionPort(engine)
     return OpenedAgent(engine, surface, sessions, resolver, backend)
 
 

@@ -1,40 +1,40 @@
-"""The session port: what hosts may do with an opened agent's sessions, without the store.
+"""The session port: the agent owner's face on the session hub, without the store.
 
 * :meth:`SessionPort.read` returns a :class:`SessionView` of a record as stored, never repaired or
   written, with its settings resolved the way the engine runs them;
 * :meth:`SessionPort.list` lists the stored sessions, newest first;
 * :meth:`SessionPort.update` writes per-session settings (``model_change`` /
-  ``thinking_level_change`` entries) under the session's lease, validated as a whole before
-  anything is written; a running turn holds the lease, so a write then fails at once as busy.
-
+  ``thinking_level_change`` entries), validated as a whole before anything is written, through
+  the hub's write path (:func:`~fastagent_cli.assembly.control.writes.write_settings`: under the
+  session's lease, so a running turn makes it fail at once as busy, and reported to the hub's
+  watchers as ``state_changed``);
 * :meth:`SessionPort.compact` starts a manual compaction (whatever ``session_control`` says: it
   is the agent owner's own command, chat's ``/compact``).
 
-Chat uses it for ``/model``, ``/thinking``, ``/resume``, ``/compact`` and its status line; the
-session hub (:mod:`fastagent_cli.assembly.control`, ``opened.control``) is what the control plane
-publishes over HTTP.
+Chat uses it for ``/model``, ``/thinking``, ``/resume``, ``/compact`` and its status line, and the
+session hub (:mod:`fastagent_cli.assembly.control`, ``opened.control``) for its runs; the hub is
+what the control plane publishes over HTTP. Only the hub's write module takes a session's lease.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.control import UNSUPPORTED_CAPABILITY, ActionResult, rejected
-from fastagent_cli.engine.ports import ModelPort
+from fastagent_cli.assembly.control.writes import write_settings
+from fastagent_cli.control import ActionResult
+from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import SessionError, UsageError
-from fastagent_cli.messages import Message, ThinkingLevel
+from fastagent_cli.errors import UsageError
+from fastagent_cli.messages import Message
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
 from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import SessionStore, release_lease
 
 __all__ = ["SessionPort", "SessionSettings", "SessionSummary", "SessionView"]
 
@@ -54,21 +54,12 @@ class SessionView:
     settings: SessionSettings
 
 
-Compactor = Callable[[str, str | None], Awaitable[ActionResult]]
-
-
 class SessionPort:
-    def __init__(
-        self,
-        store: SessionStore,
-        models: ModelPort,
-        default_thinking: ThinkingLevel,
-        compactor: Compactor | None = None,
-    ) -> None:
-        self._store = store
-        self._models = models
-        self._default_thinking = default_thinking
-        self._compactor = compactor
+    def __init__(self, engine: EngineAgent) -> None:
+        self._engine = engine
+        self._store = engine.store
+        self._models = engine.config.models
+        self._default_thinking = engine.config.thinking_level
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -153,20 +144,23 @@ class SessionPort:
         """Set the session's model and/or thinking level (validated as in :meth:`plan`, then one
         append of whole entries) and return its settings. ``create``: a session that does not exist
         yet is created (a chat writing settings before its first turn); otherwise SessionError."""
-        async with self._leased(session, create) as record:
-            current = resolve_session_settings(record.context(), self._models, self._default_thinking)
-            entries, result = self.plan(current, model=model, thinking=thinking)
-            if entries:
-                record.append_many(entries)
-                await record.flush()
-            return result
+
+        def decide(
+            record: SessionRecord,
+        ) -> tuple[builtins.list[tuple[str, dict[str, Any]]], SessionSettings]:
+            return self.plan(self._engine.settings_of(record), model=model, thinking=thinking)
+
+        return await write_settings(self._engine, session, decide, create=create)
 
     async def pin_model(self, session: str, spec: str) -> SessionSettings:
         """An explicit model choice for ``session`` (``--model`` on ``invoke`` / ``chat``): it runs
         the next turn and is recorded as the session's model (``model_change``, and
         ``thinking_level_change`` for a ``:level`` suffix), unless the session records it already.
         The session is created if new; busy: SessionError at once. Returns its settings."""
-        async with self._leased(session, True) as record:
+
+        def decide(
+            record: SessionRecord,
+        ) -> tuple[builtins.list[tuple[str, dict[str, Any]]], SessionSettings]:
             context = record.context()
             current = resolve_session_settings(context, self._models, self._default_thinking)
             planned, result = self.plan(current, model=spec)
@@ -181,9 +175,9 @@ class SessionPort:
                     else fields["thinkingLevel"]
                 )
             ]
-            if entries:
-                record.append_many(entries)
-            return result
+            return entries, result
+
+        return await write_settings(self._engine, session, decide, create=True)
 
     async def carry(self, session: str, settings: SessionSettings) -> None:
         """Write ``settings`` into ``session`` (created if new) where they differ from the agent's
@@ -197,29 +191,10 @@ class SessionPort:
         if settings.requested_thinking != defaults.requested_thinking:
             entries.append(("thinking_level_change", {"thinkingLevel": settings.requested_thinking}))
         if entries:
-            async with self._leased(session, True) as record:
-                record.append_many(entries)
-                await record.flush()
+            await write_settings(self._engine, session, lambda _record: (entries, settings), create=True)
 
     async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
         """Start compacting ``session``: accepted fast, the outcome arrives on the session's events
         as ``compaction_finished``; ``nothing_to_compact``, ``no_such_session`` or
         ``session_busy`` otherwise."""
-        if self._compactor is None:
-            return rejected(UNSUPPORTED_CAPABILITY, "this agent cannot compact sessions")
-        return await self._compactor(session, instructions)
-
-    @contextlib.asynccontextmanager
-    async def _leased(self, session: str, create: bool) -> AsyncIterator[SessionRecord]:
-        release = await self._store.lease(session)
-        if release is None:
-            raise SessionError(f"session {session} is busy (a turn is running elsewhere); try again")
-        try:
-            record = await (
-                self._store.open_or_create(session) if create else self._store.open_if_exists(session)
-            )
-            if record is None:
-                raise SessionError(f"no session {session!r}")
-            yield record
-        finally:
-            await release_lease(release)
+        return await self._engine.compact(session, instructions)

@@ -53,14 +53,14 @@ from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.engine.turn import Emit, TurnSetup
-from fastagent_cli.errors import CredentialError
+from fastagent_cli.errors import CredentialError, SessionBusyError
 from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
 from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import SessionStore, release_lease
+from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
@@ -161,13 +161,14 @@ class EngineAgent:
         (before its projection reaches the stream)."""
         bound = as_scope(scope)
         session = bound.session
+        lease = contextlib.AsyncExitStack()  # holds the session's lease for the run
         try:
-            release = await self.config.sessions.lease(session)
+            await lease.enter_async_context(self.config.sessions.leased(session))
+        except SessionBusyError:
+            yield Failed(BUSY_DETAILS, True, SESSION_BUSY_CODE)
+            return
         except Exception as exc:  # MUST 2: an unwritable store is a failed event, not a raise
             yield self._failed(bound, exc, ())
-            return
-        if release is None:
-            yield Failed(BUSY_DETAILS, True, SESSION_BUSY_CODE)
             return
         queue: asyncio.Queue[AgentEvent | _Settled] = asyncio.Queue()
 
@@ -200,7 +201,7 @@ class EngineAgent:
                     await asyncio.wait({work}, timeout=_CANCEL_GRACE_S)
             # The run is over: free the session before anyone hears so, so a watcher that acts on
             # run_settled (or a caller that stops reading at the terminal) finds it free.
-            await release_lease(release)
+            await lease.aclose()
             self.runs.end(run)
             self.hub.publish(session, (settled or _ABORTED).event(run))
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)

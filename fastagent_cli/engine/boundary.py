@@ -11,6 +11,7 @@ watcher that acts on it finds the session idle. ``abort`` stops it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any, Protocol
 
@@ -36,9 +37,9 @@ from fastagent_cli.engine.hub import EventHub
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.runs import RunRegistry
 from fastagent_cli.engine.settings import SessionSettings
-from fastagent_cli.errors import FastagentError, one_line
+from fastagent_cli.errors import FastagentError, SessionBusyError, one_line
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import Release, SessionStore, release_lease
+from fastagent_cli.sessions.store import SessionStore
 
 __all__ = ["BUSY_MESSAGE", "Engine", "no_such_session", "session_exists", "start_compaction", "state_changed"]
 
@@ -112,31 +113,25 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
     if not await session_exists(store, session):
         return no_such_session(session)
     try:
-        release = await store.lease(session)
-    except FastagentError as exc:
-        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    if release is None:
+        async with contextlib.AsyncExitStack() as held:
+            await held.enter_async_context(store.leased(session))
+            record = await store.open_if_exists(session)
+            if record is None:
+                return no_such_session(session)
+            plan = prepare_compaction(record.path(), agent.compaction.keep_recent_tokens)
+            if isinstance(plan, str):
+                return rejected(NOTHING_TO_COMPACT, plan)
+            bound = await agent.bind_model(record)
+            target = SummaryModel(bound.client, bound.model, bound.api_key, agent.retry, session)
+            lease = held.pop_all()  # the summary's task holds the lease from here on
+            task = asyncio.create_task(_compact(agent, session, record, plan, target, instructions, lease))
+            agent.runs.compacting(session, task)
+            agent.hub.publish(session, SessionEvent("compaction_started", {"reason": "manual"}))
+            return accepted()
+    except SessionBusyError:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
-    handed_off = False
-    try:
-        record = await store.open_if_exists(session)
-        if record is None:
-            return no_such_session(session)
-        plan = prepare_compaction(record.path(), agent.compaction.keep_recent_tokens)
-        if isinstance(plan, str):
-            return rejected(NOTHING_TO_COMPACT, plan)
-        bound = await agent.bind_model(record)
-        target = SummaryModel(bound.client, bound.model, bound.api_key, agent.retry, session)
-        task = asyncio.create_task(_compact(agent, session, record, plan, target, instructions, release))
-        agent.runs.compacting(session, task)
-        agent.hub.publish(session, SessionEvent("compaction_started", {"reason": "manual"}))
-        handed_off = True
-        return accepted()
     except FastagentError as exc:
         return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    finally:
-        if not handed_off:
-            await release_lease(release)
 
 
 async def _compact(
@@ -146,7 +141,7 @@ async def _compact(
     plan: CompactionPlan,
     target: SummaryModel,
     instructions: str | None,
-    release: Release,
+    lease: contextlib.AsyncExitStack,
 ) -> None:
     def on_retry(attempt: int, limit: int, delay: int, error: str) -> None:
         log.warning(
@@ -184,7 +179,7 @@ async def _compact(
         outcome = {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         agent.runs.compacted(session)
-        await release_lease(release)
+        await lease.aclose()
     if changed is not None:
         agent.hub.publish(session, changed)
     agent.hub.publish(session, SessionEvent("compaction_finished", outcome))

@@ -42,7 +42,7 @@ from fastagent_cli.contract import json_text
 from fastagent_cli.sessions.claude_records import ClaudeFile, ClaudeRecords
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.sessions.store import Inheritance, Release, SessionStore
+from fastagent_cli.sessions.store import Inheritance, SessionLease, SessionStore
 
 __all__ = ["ClaudeCodeMirror", "MirroredStore", "claude_projects_dir", "munge_cwd"]
 
@@ -216,8 +216,8 @@ class MirroredStore:
     async def read(self, session: str) -> SessionRecord | None:
         return await self.inner.read(session)
 
-    async def lease(self, session: str) -> Release | None:
-        return await self.inner.lease(session)
+    def leased(self, session: str) -> SessionLease:
+        return self.inner.leased(session)
 
     def location(self, session: str) -> Path | None:
         return self.inner.location(session)

@@ -19,7 +19,7 @@ from fastagent_cli.sessions.listing import SessionIndex, SessionSummary
 from fastagent_cli.sessions.parsed import ParsedFiles
 from fastagent_cli.sessions.record import SessionRecord, new_header
 from fastagent_cli.sessions.store_errors import store_error
-from fastagent_cli.sessions.store_protocol import Release
+from fastagent_cli.sessions.store_protocol import Release, SessionLease
 from fastagent_cli.state.atomic import append_jsonl, dumps_line
 from fastagent_cli.state.locks import FileLock
 
@@ -206,7 +206,11 @@ class FileSessionStore:
     def _lock_path(self, session: str) -> Path:
         return self.directory / ".locks" / f"{encode_session_id(session)}.lock"
 
+    def leased(self, session: str) -> SessionLease:
+        return SessionLease(session, self.lease)
+
     async def lease(self, session: str) -> Release | None:
+        """The acquire step of :meth:`leased` (callers hold the lease with ``leased``)."""
         return self.try_lease(session)
 
     def try_lease(self, session: str) -> Callable[[], None] | None:

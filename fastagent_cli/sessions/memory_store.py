@@ -14,7 +14,7 @@ from fastagent_cli.sessions.fork import ForkConflict, fork_entries, fork_header,
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms, summarize
 from fastagent_cli.sessions.record import SessionRecord, new_header
-from fastagent_cli.sessions.store_protocol import Release
+from fastagent_cli.sessions.store_protocol import Release, SessionLease
 from fastagent_cli.state.atomic import dumps_line, parse_jsonl
 
 __all__ = ["MemorySessionStore"]
@@ -120,7 +120,11 @@ class MemorySessionStore:
         self._modified[session] = time.time()
         return None
 
+    def leased(self, session: str) -> SessionLease:
+        return SessionLease(session, self.lease)
+
     async def lease(self, session: str) -> Release | None:
+        """The acquire step of :meth:`leased` (callers hold the lease with ``leased``)."""
         return self.try_lease(session)
 
     def try_lease(self, session: str) -> Callable[[], None] | None:

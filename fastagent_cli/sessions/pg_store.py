@@ -35,7 +35,14 @@ from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms, summarize
 from fastagent_cli.sessions.pg_records import Appender, CachedRecord, RecordCache, parse_lines, summary_of
 from fastagent_cli.sessions.record import SessionRecord, new_header
-from fastagent_cli.sessions.store import ForkConflict, Release, fork_entries, fork_header, same_fork
+from fastagent_cli.sessions.store import (
+    ForkConflict,
+    Release,
+    SessionLease,
+    fork_entries,
+    fork_header,
+    same_fork,
+)
 from fastagent_cli.state.atomic import dumps_line
 from fastagent_cli.state.pg.settings import advisory_key
 
@@ -82,7 +89,11 @@ class PgSessionStore:
 
     # --- leases ---------------------------------------------------------------------------------
 
+    def leased(self, session: str) -> SessionLease:
+        return SessionLease(session, self.lease)
+
     async def lease(self, session: str) -> Release | None:
+        """The acquire step of :meth:`leased` (callers hold the lease with ``leased``)."""
         if session in self._held:
             return None
         lease = self._held[session] = _Lease(advisory_key(self.namespace, "session", session))

@@ -41,7 +41,7 @@ from fastagent_cli.sessions.fork import FORK_KEY, ForkConflict, fork_entries, fo
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.memory_store import MemorySessionStore
 from fastagent_cli.sessions.store_protocol import RELEASE_WAIT_S as RELEASE_WAIT_S
-from fastagent_cli.sessions.store_protocol import Release, SessionStore, release_lease
+from fastagent_cli.sessions.store_protocol import Release, SessionLease, SessionStore, release_lease
 
 __all__ = [
     "FORK_KEY",
@@ -50,6 +50,7 @@ __all__ = [
     "Inheritance",
     "MemorySessionStore",
     "Release",
+    "SessionLease",
     "SessionStore",
     "fork_entries",
     "release_lease",

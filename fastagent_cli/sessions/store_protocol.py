@@ -1,5 +1,13 @@
-"""The session store port: :class:`SessionStore` (what every store answers) and its lease,
-:data:`Release` and :func:`release_lease`."""
+"""The session store port: :class:`SessionStore` (what every store answers) and its lease.
+
+There is one way to hold a session's write lease: ``async with store.leased(session):`` (a
+:class:`SessionLease`). Entering takes the lease or raises :class:`~fastagent_cli.errors.
+SessionBusyError` at once; leaving frees it and waits (boundedly) until another instance can take
+it. Work that outlives the block it was admitted in (a manual compaction) enters the lease on a
+:class:`contextlib.AsyncExitStack` and hands the stack over with ``pop_all()``.
+
+A store implements the lease with its own acquire step (``lease(session) -> Release | None``),
+which only :class:`SessionLease` calls."""
 
 from __future__ import annotations
 
@@ -7,17 +15,22 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol
 
+from fastagent_cli.errors import SessionBusyError
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
 
-__all__ = ["RELEASE_WAIT_S", "Release", "SessionStore", "release_lease"]
+__all__ = ["RELEASE_WAIT_S", "Acquire", "Release", "SessionLease", "SessionStore", "release_lease"]
 
 Release = Callable[[], Awaitable[None] | None]
 """Frees a session's lease. A store that releases later (the database's: on its connection, after
 the writes the lease covered) returns what to await until others can take it."""
+Acquire = Callable[[str], Awaitable[Release | None]]
+"""A store's acquire step: the session's lease (what frees it), or ``None`` at once when it is
+held; SessionError when the store cannot be asked."""
 RELEASE_WAIT_S = 5.0
 
 
@@ -28,6 +41,41 @@ async def release_lease(release: Release) -> None:
     if pending is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pending), RELEASE_WAIT_S)
+
+
+class SessionLease:
+    """A session's write lease for the ``async with`` block: one run, compaction or settings
+    write per session at a time, across processes (and instances, on a shared database).
+
+    Entering takes it (SessionBusyError at once when it is held, SessionError when the store
+    cannot be asked); leaving frees it, whatever ended the block, and waits (boundedly) until
+    another instance can take it, so whoever hears that the work is over finds the session free.
+    One lease is entered once."""
+
+    __slots__ = ("_acquire", "_release", "_used", "session")
+
+    def __init__(self, session: str, acquire: Acquire) -> None:
+        self.session = session
+        self._acquire = acquire
+        self._release: Release | None = None
+        self._used = False
+
+    async def __aenter__(self) -> SessionLease:
+        if self._used:
+            raise RuntimeError(f"the lease of session {self.session!r} was entered already")
+        self._used = True
+        release = await self._acquire(self.session)
+        if release is None:
+            raise SessionBusyError(self.session)
+        self._release = release
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            await release_lease(release)
 
 
 class SessionStore(Protocol):
@@ -44,9 +92,10 @@ class SessionStore(Protocol):
         memory)."""
         ...
 
-    async def lease(self, session: str) -> Release | None:
-        """The session's write lease, or ``None`` at once when a turn (or a settings write) holds
-        it, in this process or another. SessionError when the store cannot be asked."""
+    def leased(self, session: str) -> SessionLease:
+        """The session's write lease, taken for an ``async with`` block (:class:`SessionLease`):
+        SessionBusyError at once when a run, a compaction or a settings write holds it, in this
+        process or another; SessionError when the store cannot be asked."""
         ...
 
     def location(self, session: str) -> Path | None:

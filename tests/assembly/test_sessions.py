@@ -125,3 +125,22 @@ async def test_list_is_newest_first_with_the_first_prompt(opened: OpenedAgent) -
 async def test_completed_reports_the_resolved_model(opened: OpenedAgent) -> None:
     events = [e async for e in opened.agent.invoke("s", "hi")]
     assert isinstance(events[-1], Completed) and events[-1].data["model"] == "scripted/echo"
+
+
+async def test_an_owner_settings_write_is_reported_to_the_hubs_watchers(opened: OpenedAgent) -> None:
+    """Chat's /model and /thinking go through the hub's write path: the web chat, attach and
+    /control/.../events see them as state_changed, like an update over the control plane."""
+    await collect(opened.agent.invoke("s", "hi"))
+    events = opened.control.sessions.get("s").events()
+    try:
+        await opened.sessions.update("s", model="scripted/other:high")
+        changed = await events.__anext__()
+        assert changed.type == "state_changed"
+        assert (changed.data["model"], changed.data["thinkingLevel"]) == ("scripted/other", "high")
+        await opened.sessions.pin_model("s", "scripted/echo")
+        pinned = await events.__anext__()
+        assert (pinned.type, pinned.data["model"]) == ("state_changed", "scripted/echo")
+        await opened.sessions.update("s", thinking="minimal")
+        assert (await events.__anext__()).data["thinkingLevel"] == "minimal"
+    finally:
+        await events.aclose()

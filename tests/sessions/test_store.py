@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fastagent_cli.errors import SessionError
+from fastagent_cli.errors import SessionBusyError, SessionError
 from fastagent_cli.sessions.layout import record_name, workspace_dirname
 from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
@@ -132,6 +133,46 @@ def test_the_lease_is_exclusive_within_a_process(tmp_path: Path) -> None:
     again = store.try_lease("a")
     assert again is not None
     again()
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+async def test_leased_holds_the_lease_for_the_block_and_frees_it_however_it_ends(
+    tmp_path: Path, kind: str
+) -> None:
+    store = FileSessionStore(tmp_path, tmp_path) if kind == "file" else MemorySessionStore()
+    async with store.leased("a") as lease:
+        assert lease.session == "a"
+        assert store.try_lease("a") is None  # held
+        with pytest.raises(SessionBusyError, match="session a is busy") as busy:
+            async with store.leased("a"):
+                raise AssertionError("a held lease was entered twice")
+        assert busy.value.retryable and busy.value.session == "a"
+        async with store.leased("b"):  # another session is another lease
+            pass
+    with pytest.raises(KeyError):
+        async with store.leased("a"):
+            raise KeyError("the block failed")
+    async with store.leased("a"):  # freed by the failure too
+        pass
+    lease = store.leased("a")
+    async with lease:
+        pass
+    with pytest.raises(RuntimeError, match="entered already"):
+        async with lease:
+            pass
+
+
+async def test_a_lease_handed_over_outlives_its_block(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path, tmp_path)
+    async with contextlib.AsyncExitStack() as held:
+        await held.enter_async_context(store.leased("a"))
+        handed = held.pop_all()
+    with pytest.raises(SessionBusyError):  # still held by whoever took the stack
+        async with store.leased("a"):
+            pass
+    await handed.aclose()
+    async with store.leased("a"):
+        pass
 
 
 def test_the_lease_is_exclusive_across_processes_and_freed_by_death(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The hub's durable writes: ``update``, ``fork`` and ``delete``.
+"""The hub's durable writes: ``update``, ``fork`` and ``delete``, and the owner's settings writes.
 
 Writes run between runs, under the session's lease (``session_busy`` while a run or another
 write holds it, retryable at idle), and only on a session that exists (``no_such_session``:
@@ -7,12 +7,18 @@ written, so a rejected patch leaves nothing behind; its fields are then written 
 journal entries (a leaf move, ``session_info``, ``model_change``, ``thinking_level_change``), and a
 failure between them answers ``partial_update`` naming what landed, after a ``state_changed``
 reporting the record as it now is. One ``state_changed`` reports each accepted patch.
+
+:func:`write_settings` is the same write for the agent's owner (chat's ``/model``, ``/thinking``,
+a new session carrying the settings chosen before, ``--model`` pinned on a session), which the
+session port validates with its own messages: under the lease, whole entries, one
+``state_changed`` to the hub's watchers (the web chat, ``attach``, ``/control/.../events``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastagent_cli.control import (
     BOUNDARY_COMMAND_FAILED,
@@ -28,13 +34,13 @@ from fastagent_cli.control import (
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.boundary import BUSY_MESSAGE, no_such_session, session_exists, state_changed
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import FastagentError, ModelError, one_line
+from fastagent_cli.errors import FastagentError, ModelError, SessionBusyError, SessionError, one_line
 from fastagent_cli.messages import THINKING_LEVELS
 from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.sessions.record import SessionRecord, is_position
-from fastagent_cli.sessions.store import ForkConflict, release_lease
+from fastagent_cli.sessions.store import ForkConflict
 
-__all__ = ["delete_session", "fork_session", "update_session"]
+__all__ = ["SettingsDecision", "delete_session", "fork_session", "update_session", "write_settings"]
 
 log = logging.getLogger("fastagent.control")
 
@@ -97,54 +103,79 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
     if not await session_exists(store, session):
         return no_such_session(session)
     try:
-        release = await store.lease(session)
-    except FastagentError as exc:
-        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    if release is None:
-        return rejected(SESSION_BUSY, BUSY_MESSAGE)
-    try:
-        try:
+        async with store.leased(session):
             record = await store.open_if_exists(session)
-        except FastagentError as exc:
-            return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-        if record is None:
-            return no_such_session(session)
-        planned = _planned(engine, record, patch, checked)
-        if isinstance(planned, ActionResult):
-            return planned
-        landed: list[str] = []
-        steps: list[tuple[str, Callable[[], object]]] = []
-        if patch.leaf_entry_id is not None:
-            target = patch.leaf_entry_id
-            steps.append(("leafEntryId", lambda: record.move_leaf(target)))
-        if patch.name is not None:
-            label = patch.name.strip()
-            steps.append(("name", lambda: record.set_name(label)))
-        if checked is not None:
-            model = checked
-            steps.append(
-                ("model", lambda: record.append("model_change", provider=model.provider, modelId=model.id))
-            )
-        if patch.thinking_level is not None:
-            level = patch.thinking_level
-            steps.append(
-                ("thinkingLevel", lambda: record.append("thinking_level_change", thinkingLevel=level))
-            )
-        try:
-            for field, step in steps:
-                step()
-                landed.append(field)
-            await _flushed(record, landed)
-        except (FastagentError, OSError) as exc:
-            reason = one_line(getattr(exc, "message", None) or str(exc))
-            if not landed:
-                return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
-            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
-            return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
+            if record is None:
+                return no_such_session(session)
+            return await _write(engine, record, patch, checked)
+    except SessionBusyError:
+        return rejected(SESSION_BUSY, BUSY_MESSAGE)
+    except FastagentError as exc:  # the store cannot be asked, or the record read
+        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
+
+
+async def _write(
+    engine: EngineAgent, record: SessionRecord, patch: SessionUpdate, model: ModelInfo | None
+) -> ActionResult:
+    """Validate the patch against the leased record, then write its fields one entry each."""
+    planned = _planned(engine, record, patch, model)
+    if isinstance(planned, ActionResult):
+        return planned
+    session = record.session
+    landed: list[str] = []
+    steps: list[tuple[str, Callable[[], object]]] = []
+    if patch.leaf_entry_id is not None:
+        target = patch.leaf_entry_id
+        steps.append(("leafEntryId", lambda: record.move_leaf(target)))
+    if patch.name is not None:
+        label = patch.name.strip()
+        steps.append(("name", lambda: record.set_name(label)))
+    if model is not None:
+        chosen = model
+        steps.append(
+            ("model", lambda: record.append("model_change", provider=chosen.provider, modelId=chosen.id))
+        )
+    if patch.thinking_level is not None:
+        level = patch.thinking_level
+        steps.append(("thinkingLevel", lambda: record.append("thinking_level_change", thinkingLevel=level)))
+    try:
+        for field, step in steps:
+            step()
+            landed.append(field)
+        await _flushed(record, landed)
+    except (FastagentError, OSError) as exc:
+        reason = one_line(getattr(exc, "message", None) or str(exc))
+        if not landed:
+            return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
         engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
-        return accepted()
-    finally:
-        await release_lease(release)
+        return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
+    engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+    return accepted()
+
+
+SettingsDecision = Callable[[SessionRecord], tuple[Sequence[tuple[str, dict[str, Any]]], SessionSettings]]
+"""Given the leased record: the entries to write (``model_change`` / ``thinking_level_change``) and
+the settings they lead to; raises (writing nothing) to refuse."""
+
+
+async def write_settings(
+    engine: EngineAgent, session: str, decide: SettingsDecision, *, create: bool = False
+) -> SessionSettings:
+    """The owner's settings write: under the session's lease (SessionBusyError at once while a run
+    or another write holds it), ``decide`` on the record as it is, its entries appended whole and
+    flushed, and a ``state_changed`` for the hub's watchers when anything was written. A session
+    that does not exist is created when ``create``, else SessionError."""
+    store = engine.store
+    async with store.leased(session):
+        record = await (store.open_or_create(session) if create else store.open_if_exists(session))
+        if record is None:
+            raise SessionError(f"no session {session!r}")
+        entries, result = decide(record)
+        if entries:
+            record.append_many(list(entries))
+            await record.flush()
+            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+        return result
 
 
 async def _flushed(record: SessionRecord, landed: list[str]) -> None:
@@ -187,17 +218,12 @@ async def delete_session(engine: EngineAgent, session: str) -> ActionResult:
     if not await session_exists(engine.store, session):
         return no_such_session(session)
     try:
-        release = await engine.store.lease(session)
-    except FastagentError as exc:
-        return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    if release is None:
+        async with engine.store.leased(session):
+            existed = await engine.store.delete(session)
+    except SessionBusyError:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
-    try:
-        existed = await engine.store.delete(session)
     except FastagentError as exc:
         return rejected(BOUNDARY_COMMAND_FAILED, one_line(exc.message))
-    finally:
-        await release_lease(release)
     if not existed:
         return no_such_session(session)
     engine.hub.end_session(session, "deleted")
