@@ -202,6 +202,9 @@ class EngineAgent:
             # run_settled (or a caller that stops reading at the terminal) finds it free.
             await release_lease(release)
             self.runs.end(run)
+            dropped = run.drop_queues()  # as the original: the queues read empty before the settle
+            if dropped is not None:
+                self.hub.publish(session, dropped)
             self.hub.publish(session, (settled or _ABORTED).event(run))
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)
         yield settled.terminal

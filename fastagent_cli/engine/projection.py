@@ -3,9 +3,9 @@
 A run publishes rich :class:`~fastagent_cli.control.SessionEvent` values; its caller's
 ``AgentEvent`` stream is their projection: ``message_delta`` becomes ``text`` / ``thinking``,
 ``tool_started`` / ``tool_finished`` become ``tool_started`` / ``tool_ended``, and
-``retry_scheduled`` becomes the advisory ``retrying``. Everything else (queues, compaction,
-state) is for watchers only, so a caller that never acts on a run sees what it always saw. The
-terminal comes from the run's settlement, not from an event.
+``retry_scheduled`` / ``model_retry_scheduled`` become the advisory ``retrying``. Everything
+else (queues, compaction, state) is for watchers only, so a caller that never acts on a run sees
+what it always saw. The terminal comes from the run's settlement, not from an event.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def project(event: SessionEvent) -> AgentEvent | None:
         return ToolStarted(data["id"], data["name"], data["args"])
     if kind == "tool_finished":
         return ToolEnded(data["id"], data["isError"], data["content"])
-    if kind == "retry_scheduled":
+    if kind in ("retry_scheduled", "model_retry_scheduled"):
         reason = str(data["error"])
-        if data.get("operation") != "assistant":
+        if kind == "retry_scheduled":
             reason = f"{data.get('operation')}: {reason}"
         return Retrying(data["attempt"], data["maxAttempts"], data["delayMs"], reason)
     return None

@@ -105,6 +105,15 @@ class Run:
         work.cancel()
         return accepted(self.run_id)
 
+    def drop_queues(self) -> SessionEvent | None:
+        """Empty the queues of a run that ended without taking them (aborted, failed): the
+        ``queue_changed`` reporting it, ``None`` when they were empty."""
+        if not self.steering and not self.follow_ups:
+            return None
+        self.steering.clear()
+        self.follow_ups.clear()
+        return self.event("queue_changed", **self.pending().to_json())
+
     # --- the run's side -------------------------------------------------------------------------
 
     def take_steering(self) -> Prompt | None:

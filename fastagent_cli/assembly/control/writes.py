@@ -139,9 +139,9 @@ async def update_session(engine: EngineAgent, session: str, patch: SessionUpdate
             reason = one_line(getattr(exc, "message", None) or str(exc))
             if not landed:
                 return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
-            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+            engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
             return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
-        engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+        engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
         return accepted()
     finally:
         await release_lease(release)
