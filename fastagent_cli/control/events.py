@@ -18,7 +18,8 @@ message_delta           yes       ``{channel: "text"|"thinking", delta}``
 message_finished        yes       ``{entryId, stopReason}``
 tool_started            yes       ``{id, name, args}``
 tool_progress           yes       ``{id, name, partialResult}`` (a snapshot: replace, never append)
-tool_finished           yes       ``{id, isError, content}``
+tool_finished           yes       ``{id, isError, content: {content: [block], details?}}`` (the
+                                  tool's result, as the original publishes it)
 queue_changed           yes       ``{steering, followUp, steeringTexts, followUpTexts}``: the
                                   counts (the original's shape) and the texts, oldest first
 model_retry_scheduled   yes       ``{attempt, maxAttempts, delayMs, error}``: a model call

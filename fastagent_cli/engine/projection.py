@@ -10,6 +10,8 @@ what it always saw. The terminal comes from the run's settlement, not from an ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fastagent_cli.contract import AgentEvent, Retrying, Text, Thinking, ToolEnded, ToolStarted
 from fastagent_cli.control import SessionEvent
 
@@ -24,7 +26,9 @@ def project(event: SessionEvent) -> AgentEvent | None:
     if kind == "tool_started":
         return ToolStarted(data["id"], data["name"], data["args"])
     if kind == "tool_finished":
-        return ToolEnded(data["id"], data["isError"], data["content"])
+        result = data["content"]  # {content: [blocks], details?}: the invoke stream gets the blocks
+        blocks = result.get("content") if isinstance(result, Mapping) else result
+        return ToolEnded(data["id"], data["isError"], blocks)
     if kind in ("retry_scheduled", "model_retry_scheduled"):
         reason = str(data["error"])
         if kind == "retry_scheduled":

@@ -149,6 +149,10 @@ async def test_every_command_over_dispatch_with_counts_and_the_drop_before_the_s
     assert queues == [(1, 0), (1, 1), (0, 0)]
     assert [e["type"] for e in events[-2:]] == ["queue_changed", "run_settled"]  # emptied first
     assert events[-1]["data"]["status"] == "aborted"
+    finished = next(e["data"] for e in events if e["type"] == "tool_finished")
+    result = finished["content"]  # the original's {content: [blocks], details?}
+    assert finished["isError"] is True and set(result) == {"content"}
+    assert result["content"][0]["type"] == "text" and result["content"][0]["text"] == "Operation aborted"
     assert (await plane.get("/state", params={"session": session}))["pending"]["steering"] == 0
 
 
