@@ -161,7 +161,7 @@ async def test_invoke_state_entries_and_the_list_with_an_id_holding_colon_and_sl
         "status": "idle",
         "model": "scripted/plane",
         "thinkingLevel": "medium",
-        "availableThinkingLevels": ["off", "minimal", "low", "medium", "high", "xhigh"],
+        "availableThinkingLevels": ["off", "minimal", "low", "medium", "high", "xhigh", "max"],
         "pending": {"steering": 0, "followUp": 0, "steeringTexts": [], "followUpTexts": []},
     }
     assert await plane.get(f"/sessions/{encoded}/entries") == {"entries": []}
