@@ -28,7 +28,7 @@ from fastagent_cli.control.results import INVALID_COMMAND, ActionResult, rejecte
 from fastagent_cli.control.types import SessionUpdate
 from fastagent_cli.control.wire import MALFORMED, Action, parse_action, run_action
 
-__all__ = ["COMMAND_TYPES", "Command", "parse_command", "run_command"]
+__all__ = ["COMMAND_TYPES", "Command", "dispatch_command", "parse_command", "run_command"]
 
 COMMAND_TYPES = ("steer", "follow_up", "abort", "compact", "set_model", "set_thinking", "navigate")
 _UPDATES = {
