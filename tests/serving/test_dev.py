@@ -286,7 +286,7 @@ async def test_a_reload_mid_stream_lets_the_answer_finish(agent: Path) -> None:
     async with ServerProcess.spawn("dev", str(agent), *DEV) as dev:
         port = await dev.port()
         started = asyncio.Event()
-        streaming = asyncio.create_task(_stream(port, "long", "stream 400", started))  # 8 s
+        streaming = asyncio.create_task(_stream(port, "long", "stream 1000", started))  # 20 s
         await asyncio.wait_for(started.wait(), 10)
         before = len(dev.lines)
         (agent / "tools" / "probe.py").write_text(probe_tool("v2"))
