@@ -11,8 +11,9 @@ flat layout into pi's layout on that first open. :class:`SessionArchive`:
 * :meth:`~SessionArchive.export_jsonl`: the record's bytes, which the original and pi open as
   they are;
 * :meth:`~SessionArchive.sources` / :meth:`~SessionArchive.import_record`: records from a file,
-  a sessions directory (pi's ``~/.pi/agent/sessions`` too) or another agent directory, stored
-  here under their own id or a new one.
+  a sessions directory (pi's ``~/.pi/agent/sessions`` too) or another agent directory of either
+  implementation (this one's ``.fastagent/sessions``, the TypeScript original's
+  ``.state/sessions``), stored here under their own id or a new one.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from fastagent_cli.state.paths import STATE_DIRNAME, resolve_sessions_dir
 __all__ = ["ForeignRecord", "SessionArchive", "StoredSession", "open_session_archive", "stored_session_ids"]
 
 AGENT_MARKER = "fastagent.toml"
+ORIGINAL_MARKERS = tuple(f"fastagent.config.{ext}" for ext in ("ts", "mts", "cts", "js", "mjs", "cjs"))
+"""The TypeScript original's config files: an agent directory of it keeps ``.state/sessions``."""
+ORIGINAL_STATE_DIRNAME = ".state"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +133,13 @@ class SessionArchive:
     # --- import -----------------------------------------------------------------------------------
 
     def sources(self, source: Path) -> builtins.list[ForeignRecord]:
-        """The records in ``source`` (a file, a sessions directory, or an agent directory: its
-        ``.fastagent/sessions``), newest first."""
-        if source.is_dir() and (source / AGENT_MARKER).is_file():
-            source = source / STATE_DIRNAME / "sessions"
-            if not source.is_dir():
+        """The records in ``source`` (a file, a sessions directory, or an agent directory of
+        either implementation: its sessions directory), newest first."""
+        sessions = agent_sessions_dir(source)
+        if sessions is not None:
+            if not sessions.is_dir():
                 return []
+            source = sessions
         return find_records(source)
 
     async def import_record(
@@ -153,6 +158,18 @@ class SessionArchive:
             )
         header, body = prepared(record, target, str(self.workspace))
         return target, await self._store.import_record(target, header, body)
+
+
+def agent_sessions_dir(source: Path) -> Path | None:
+    """The default sessions directory of the agent directory ``source`` (this implementation's
+    ``.fastagent/sessions``, the original's ``.state/sessions``); ``None`` when it is not one."""
+    if not source.is_dir():
+        return None
+    if (source / AGENT_MARKER).is_file():
+        return source / STATE_DIRNAME / "sessions"
+    if any((source / marker).is_file() for marker in ORIGINAL_MARKERS):
+        return source / ORIGINAL_STATE_DIRNAME / "sessions"
+    return None
 
 
 def _count(directory: Path) -> int:

@@ -95,6 +95,12 @@ class OpenedAgent:
             self._control = session_control(self._engine, commands=commands, writes=self._control_writes)
         return self._control
 
+    async def drain(self, within: float) -> int:
+        """Let the turns in flight finish for at most ``within`` seconds, then end the rest with
+        a retryable ``failed`` (code ``server_restarting``): what a ``dev`` reload's old worker
+        does. Returns how many were ended."""
+        return await self._engine.drain(within)
+
     def enable_session_control(self) -> None:
         """Let the hub write sessions (rename, fork, delete, model and thinking changes, compact),
         as ``session_control = true`` does: a host that serves the control plane for a client

@@ -379,7 +379,7 @@ def inspect_agent_dir(
         location,
         config,
         model=model,
-        sessions_dir=resolve_sessions_dir(location.state_root, sessions_dir, placement.workspace),
+        sessions_dir=resolve_sessions_dir(location.state_root, sessions_dir, placement.workspace, env),
         auth_path=resolve_auth_path(auth_path, location.state_root, placement.workspace, env),
         tools=tools,
         env=env,

@@ -36,7 +36,13 @@ from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionEventsClosed, SessionEventStream
+from fastagent_cli.control import (
+    NO_ACTIVE_RUN,
+    RUN_COMMAND_FAILED,
+    SessionEventsClosed,
+    SessionEventStream,
+    pending_labels,
+)
 from fastagent_cli.errors import FastagentError
 
 __all__ = ["ChatApp"]
@@ -247,8 +253,7 @@ class ChatApp:
         try:
             async for event in events:
                 if event.type == "queue_changed":
-                    data = event.data
-                    self.renderer.pending = (tuple(data.get("steering", ())), tuple(data.get("followUp", ())))
+                    self.renderer.pending = pending_labels(event.data)
                 elif event.type == "user_message":
                     if not opening:
                         self.renderer.user_prompt(str(event.data.get("text", "")))

@@ -116,7 +116,10 @@ def format_duration(seconds: float) -> str:
 
 
 def content_text(content: Any) -> str:
-    """The readable text of a tool result (content blocks; images named, not dumped)."""
+    """The readable text of a tool result (content blocks, or ``{content: [blocks], details}`` as a
+    ``tool_finished`` event carries them; images named, not dumped)."""
+    if isinstance(content, Mapping) and isinstance(content.get("content"), list):
+        content = content["content"]
     if isinstance(content, str):
         return content
     if isinstance(content, list):

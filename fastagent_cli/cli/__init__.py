@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "dev": ("fastagent_cli.cli.serve_cmd:dev", "Serve the agent and restart it when its code changes."),
     "fire": ("fastagent_cli.cli.fire_cmd:fire", "Run one schedule's turn now (schedules/<name>.toml)."),
+    "help": (
+        "fastagent_cli.cli.help_cmd:help_command",
+        "Show a command's help (fastagent help sessions list).",
+    ),
     "info": ("fastagent_cli.cli.info_cmd:info", "Show what the agent directory assembles into."),
     "init": ("fastagent_cli.cli.init_cmd:init", "Create an agent directory that runs at once."),
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),

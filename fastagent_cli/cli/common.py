@@ -76,7 +76,10 @@ def model_option(fn: F) -> F:
 
 
 def sessions_dir_option(fn: F) -> F:
-    return click.option("--sessions-dir", help="Where session records live (default <state>/sessions).")(fn)
+    return click.option(
+        "--sessions-dir",
+        help="Where session records live (default FASTAGENT_SESSIONS_DIR, else <state>/sessions).",
+    )(fn)
 
 
 def auth_path_option(fn: F) -> F:

@@ -56,6 +56,7 @@ INFO_KEYS = (
     "selfSchedule",
     "sessionControl",
     "stateRoot",
+    "stateBackend",
     "sessionsDir",
     "authPath",
     "credentialSource",
@@ -126,12 +127,24 @@ def info_document(
         "selfSchedule": surface.config.self_schedule,
         "sessionControl": surface.config.session_control,
         "stateRoot": str(surface.state_root),
+        "stateBackend": _backend(surface),
         "sessionsDir": str(surface.sessions_dir),
         "authPath": str(surface.auth_path),
         **_credential(surface),
     }
     assert tuple(doc) == INFO_KEYS
     return doc
+
+
+def _backend(surface: AgentSurface) -> str:
+    """Where state lives: ``files (<state root>)`` or ``postgres <url> (namespace <ns>)`` (never
+    a password), or what is wrong with the configured database (info still exits 0)."""
+    from fastagent_cli.errors import FastagentError
+
+    try:
+        return surface.backend.describe()
+    except FastagentError as exc:
+        return f"unusable: {exc.message}"
 
 
 def _credential(surface: AgentSurface) -> dict[str, Any]:
@@ -202,6 +215,7 @@ def _print_text(doc: dict[str, Any]) -> None:
     line("schedules", ", ".join(shown) or "(none)")
     line("selfSchedule", "on" if doc["selfSchedule"] else "off")
     line("state", doc["stateRoot"])
+    line("backend", doc["stateBackend"])
     line("sessions", doc["sessionsDir"])
     line("auth", doc["authPath"])
     warnings = [

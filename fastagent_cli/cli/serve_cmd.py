@@ -143,11 +143,24 @@ def _seed_auth(path: Path) -> None:
 @click.command("dev")
 @_serve_options
 @click.option("--no-watch", is_flag=True, help="Serve once in this process; do not restart on edits.")
-def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **rest: Any) -> None:
+@click.option(
+    "--drain",
+    "drain_s",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a reload lets running answers finish before ending them (retryably).",
+)
+def dev(
+    directory: str, port: str | None, bind: str | None, no_watch: bool, drain_s: float, **rest: Any
+) -> None:
     """Serve the agent in DIR (default .) and restart it when its code changes.
 
     Watches tools/, channels/, schedules/, fastagent.toml, models.json and .env; persona.md,
-    AGENTS.md and skills are re-read every turn, so their edits need no restart.
+    AGENTS.md and skills are re-read every turn, so their edits need no restart. A reload never
+    cuts a running answer: new requests go to the new worker while the old one finishes its turns
+    (for at most --drain seconds; then each still running ends with a retryable failure).
     """
     from fastagent_cli.logging_setup import configure_logging
     from fastagent_cli.serving.worker_link import WorkerLink
@@ -159,10 +172,10 @@ def dev(directory: str, port: str | None, bind: str | None, no_watch: bool, **re
     if no_watch or link is not None:
         _serve_here(options, link)
         return
-    _supervise(options, environment)
+    _supervise(options, environment, drain_s)
 
 
-def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
+def _supervise(options: ServeOptions, environment: dict[str, str], drain_s: float) -> None:
     from fastagent_cli.serving.binding import check_tunnel_bind, resolve_bind, resolve_port
     from fastagent_cli.serving.control import CONTROL_TOKEN_ENV, DEV_CONTROL_TOKEN_ENV, mint_control_token
     from fastagent_cli.serving.supervisor import DevSupervisor
@@ -191,6 +204,7 @@ def _supervise(options: ServeOptions, environment: dict[str, str]) -> None:
         host=resolve_bind(options, config.http.host),
         listen_port=resolve_port(options, config.http.port),
         tunnel=options.tunnel,
+        drain_timeout=drain_s,
     )
     _finish(run_async(supervisor.run()))
 

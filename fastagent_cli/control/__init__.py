@@ -53,6 +53,7 @@ from fastagent_cli.control.types import (
     SessionState,
     SessionUpdate,
     SessionUsage,
+    pending_labels,
 )
 from fastagent_cli.control.wire import (
     Action,
@@ -115,6 +116,7 @@ __all__ = [
     "is_no_reply",
     "parse_action",
     "parse_update",
+    "pending_labels",
     "prompt_from_json",
     "prompt_to_json",
     "rejected",

@@ -18,13 +18,19 @@ message_delta           yes       ``{channel: "text"|"thinking", delta}``
 message_finished        yes       ``{entryId, stopReason}``
 tool_started            yes       ``{id, name, args}``
 tool_progress           yes       ``{id, name, partialResult}`` (a snapshot: replace, never append)
-tool_finished           yes       ``{id, isError, content}``
-queue_changed           yes       ``{steering: [text], followUp: [text]}`` (the whole queues)
-retry_scheduled         yes/no    ``{operation: "assistant"|"compaction", attempt, maxAttempts,
-                                  delayMs, error}``
+tool_finished           yes       ``{id, isError, content: {content: [block], details?}}`` (the
+                                  tool's result, as the original publishes it)
+queue_changed           yes       ``{steering, followUp, steeringTexts, followUpTexts}``: the
+                                  counts (the original's shape) and the texts, oldest first
+model_retry_scheduled   yes       ``{attempt, maxAttempts, delayMs, error}``: a model call
+                                  failed transiently and is retried after ``delayMs``
+retry_scheduled         yes/no    ``{operation: "compaction"|"branch_summary", attempt,
+                                  maxAttempts, delayMs, error}`` (a summary's model call)
 compaction_started      yes/no    ``{reason: "manual"|"threshold"|"overflow"}``
 compaction_finished     yes/no    ``{summary}`` | ``{error}`` | ``{aborted: true}``
-state_changed           no        ``{name?, model, thinkingLevel, leafEntryId?}``
+state_changed           no        the fields a write changed: ``name``, ``model`` (with the
+                                  ``thinkingLevel`` it resolves to), ``thinkingLevel``,
+                                  ``leafEntryId`` (only for a navigation, with model and level)
 run_settled             yes       ``{status: "completed"|"failed"|"aborted", error?: {code?,
                                   message, retryable}}``
 serving_error           no        ``{message}`` (the server failed outside a run's outcome)
@@ -68,6 +74,7 @@ EVENT_TYPES = (
     "compaction_started",
     "compaction_finished",
     "retry_scheduled",
+    "model_retry_scheduled",
     "serving_error",
 )
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "UPDATE_FIELDS",
+    "pending_labels",
     "AgentCommand",
     "Capabilities",
     "EntryView",
@@ -167,19 +168,68 @@ class SessionListing:
 
 @dataclass(frozen=True, slots=True)
 class PendingPrompts:
-    """The active run's queues, oldest first, by text."""
+    """The active run's queues: how many prompts wait in each, and their texts oldest first.
+
+    On the wire the counts are the original's ``{steering: number, followUp: number}``; the
+    texts ride beside them as ``steeringTexts`` / ``followUpTexts``. A server that sends counts
+    only (the original) leaves the texts empty: :meth:`labels` then stands in for them.
+    """
 
     steering: tuple[str, ...] = ()
     follow_up: tuple[str, ...] = ()
+    steering_count: int = -1
+    """``len(steering)`` unless a server sent a count without the texts."""
+    follow_up_count: int = -1
+
+    def __post_init__(self) -> None:
+        if self.steering_count < 0:
+            object.__setattr__(self, "steering_count", len(self.steering))
+        if self.follow_up_count < 0:
+            object.__setattr__(self, "follow_up_count", len(self.follow_up))
+
+    def labels(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The texts to show for each queue, ``"(queued prompt)"`` for one whose text the server
+        did not send."""
+        return _labelled(self.steering, self.steering_count), _labelled(self.follow_up, self.follow_up_count)
 
     def to_json(self) -> dict[str, Any]:
-        return {"steering": list(self.steering), "followUp": list(self.follow_up)}
+        return {
+            "steering": self.steering_count,
+            "followUp": self.follow_up_count,
+            "steeringTexts": list(self.steering),
+            "followUpTexts": list(self.follow_up),
+        }
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> PendingPrompts:
-        return cls(
-            _strings(obj.get("steering", []), "steering"), _strings(obj.get("followUp", []), "followUp")
-        )
+        """Counts with optional texts (this server, the original), or the texts alone as lists
+        (this server before it sent counts)."""
+        queues: list[tuple[tuple[str, ...], int]] = []
+        for key in ("steering", "followUp"):
+            value = obj.get(key, 0)
+            if isinstance(value, list):
+                texts = _strings(value, key)
+                queues.append((texts, len(texts)))
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{key!r} must be a count")
+            raw = obj.get(f"{key}Texts")
+            texts = () if raw is None else _strings(raw, f"{key}Texts")
+            queues.append((texts, max(value, len(texts))))
+        (steering, steering_count), (follow_up, follow_up_count) = queues
+        return cls(steering, follow_up, steering_count, follow_up_count)
+
+
+def pending_labels(data: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The queue texts to show for a ``queue_changed`` event's data (nothing if malformed)."""
+    try:
+        return PendingPrompts.from_json(data).labels()
+    except ValueError:
+        return (), ()
+
+
+def _labelled(texts: tuple[str, ...], count: int) -> tuple[str, ...]:
+    return texts + ("(queued prompt)",) * max(0, count - len(texts))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Every key is optional; an unknown key is an error naming the key, the file and t
 a TOML syntax error names the file, line and column::
 
     model = "anthropic/claude-sonnet-4-5"
-    thinking_level = "medium"          # off|minimal|low|medium|high|xhigh
+    thinking_level = "medium"          # off|minimal|low|medium|high|xhigh|max
     coding_tools = true                # or false, or ["read", "bash"]
     tools = ["mypkg.tools:lookup"]     # import refs to Tool objects (or lists of them)
     self_schedule = false
@@ -166,7 +166,7 @@ class DatabaseConfig(_Strict):
 
 class FastagentConfig(_Strict):
     model: str | None = None
-    thinking_level: Literal["off", "minimal", "low", "medium", "high", "xhigh"] = "medium"
+    thinking_level: Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"] = "medium"
     coding_tools: bool | list[str] = True
     tools: list[str] = Field(default_factory=list)
     http: HttpConfig = Field(default_factory=HttpConfig)

@@ -65,6 +65,7 @@ from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
     "ABORTED_DETAILS",
+    "RESTARTING_CODE",
     "BUSY_DETAILS",
     "DEFAULT_TOOL_TIMEOUT_S",
     "BoundModel",
@@ -75,6 +76,9 @@ __all__ = [
 log = logging.getLogger("fastagent.agent")
 BUSY_DETAILS = "session busy: a turn is already in flight for this session"
 ABORTED_DETAILS = "the run was aborted"
+RESTARTING_CODE = "server_restarting"
+"""``failed.code`` of a run a ``dev`` reload ended after its drain timeout (retryable)."""
+RESTARTING_DETAILS = "the dev server reloaded its code before the answer finished; send it again"
 _CANCEL_GRACE_S = 5.0
 DEFAULT_TOOL_TIMEOUT_S = 600.0
 
@@ -127,9 +131,11 @@ class _Settled:
 _ABORTED = _Settled(Failed(ABORTED_DETAILS, False, ABORTED_CODE), "aborted")
 
 
-def _settlement(work: asyncio.Task[_Settled], publish: Callable[[SessionEvent], None]) -> _Settled:
+def _settlement(work: asyncio.Task[_Settled], publish: Callable[[SessionEvent], None], run: Run) -> _Settled:
     if work.cancelled():
-        return _ABORTED  # cancelled only by an abort (a caller that left reads nothing more)
+        if run.ended_by is not None:
+            return _Settled(run.ended_by, "failed")  # the server ended it (a dev reload)
+        return _ABORTED  # else cancelled only by an abort (a caller that left reads nothing more)
     error = work.exception()
     if error is not None:  # a BaseException the run did not turn into a settlement
         log.error("[agent] a run crashed: %s: %s", type(error).__name__, error)
@@ -185,7 +191,7 @@ class EngineAgent:
         work = asyncio.create_task(self._work(run, bound, list(inputs), emit))
         run.work = work
         watchers = functools.partial(self.hub.publish, session)
-        work.add_done_callback(lambda task: queue.put_nowait(_settlement(task, watchers)))
+        work.add_done_callback(lambda task: queue.put_nowait(_settlement(task, watchers, run)))
         settled: _Settled | None = None
         try:
             while True:
@@ -203,6 +209,9 @@ class EngineAgent:
             # run_settled (or a caller that stops reading at the terminal) finds it free.
             await lease.aclose()
             self.runs.end(run)
+            dropped = run.drop_queues()  # as the original: the queues read empty before the settle
+            if dropped is not None:
+                self.hub.publish(session, dropped)
             self.hub.publish(session, (settled or _ABORTED).event(run))
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)
         yield settled.terminal
@@ -323,6 +332,21 @@ class EngineAgent:
     async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
         """Compact ``session`` now (accepted fast; see :mod:`.boundary`)."""
         return await start_compaction(self, session, instructions)
+
+    async def drain(self, within: float) -> int:
+        """Let the runs and manual compactions in flight finish, for at most ``within`` seconds
+        (a ``dev`` reload), then end each run still going with a retryable ``failed``
+        (:data:`RESTARTING_CODE`) and stop the compactions. Returns how many runs were ended."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        # Polled: runs settle on their own tasks and there is no "all settled" event to wait on.
+        while self.runs.busy() and loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        ended = self.runs.end_all(Failed(RESTARTING_DETAILS, True, RESTARTING_CODE))
+        deadline = loop.time() + _CANCEL_GRACE_S
+        while self.runs.busy() and loop.time() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        return ended
 
     async def aclose(self) -> None:
         """Stop manual compactions, end the watchers, close the model clients and, when it has

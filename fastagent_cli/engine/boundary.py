@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from fastagent_cli.control import (
@@ -95,14 +96,24 @@ async def session_exists(store: SessionStore, session: str) -> bool:
         return True
 
 
-def state_changed(record: SessionRecord, settings: SessionSettings) -> SessionEvent:
-    """``state_changed`` reporting the record as it now is."""
+def state_changed(record: SessionRecord, settings: SessionSettings, changed: Collection[str]) -> SessionEvent:
+    """``state_changed`` carrying the fields a write changed (wire names), as the record now has
+    them, the way the original reports it: a new model brings the thinking level it resolves to,
+    a navigation (``leafEntryId``) the model and level of the branch it moved to. The leaf is
+    reported only for a navigation: every turn moves it too, and that is read from entries()."""
+    fields = set(changed)
+    if "model" in fields:
+        fields.add("thinkingLevel")
+    if "leafEntryId" in fields:
+        fields.update(("model", "thinkingLevel"))
     data: dict[str, Any] = {}
-    if record.name is not None:
+    if "name" in fields:
         data["name"] = record.name
-    data["model"] = settings.spec
-    data["thinkingLevel"] = settings.thinking
-    if record.leaf_id is not None:
+    if "model" in fields:
+        data["model"] = settings.spec
+    if "thinkingLevel" in fields:
+        data["thinkingLevel"] = settings.thinking
+    if "leafEntryId" in fields and record.leaf_id is not None:
         data["leafEntryId"] = record.leaf_id
     return SessionEvent("state_changed", data)
 
@@ -169,7 +180,7 @@ async def _compact(
         )
         await record.flush()
         outcome = {"summary": result.summary}
-        changed = state_changed(record, agent.settings_of(record))
+        changed = state_changed(record, agent.settings_of(record), ("leafEntryId",))  # the summary
     except asyncio.CancelledError:
         outcome = {"aborted": True}  # a deliberate abort, not a failure
     except CompactionFailed as exc:

@@ -3,12 +3,14 @@
 A run publishes rich :class:`~fastagent_cli.control.SessionEvent` values; its caller's
 ``AgentEvent`` stream is their projection: ``message_delta`` becomes ``text`` / ``thinking``,
 ``tool_started`` / ``tool_finished`` become ``tool_started`` / ``tool_ended``, and
-``retry_scheduled`` becomes the advisory ``retrying``. Everything else (queues, compaction,
-state) is for watchers only, so a caller that never acts on a run sees what it always saw. The
-terminal comes from the run's settlement, not from an event.
+``retry_scheduled`` / ``model_retry_scheduled`` become the advisory ``retrying``. Everything
+else (queues, compaction, state) is for watchers only, so a caller that never acts on a run sees
+what it always saw. The terminal comes from the run's settlement, not from an event.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from fastagent_cli.contract import AgentEvent, Retrying, Text, Thinking, ToolEnded, ToolStarted
 from fastagent_cli.control import SessionEvent
@@ -24,10 +26,12 @@ def project(event: SessionEvent) -> AgentEvent | None:
     if kind == "tool_started":
         return ToolStarted(data["id"], data["name"], data["args"])
     if kind == "tool_finished":
-        return ToolEnded(data["id"], data["isError"], data["content"])
-    if kind == "retry_scheduled":
+        result = data["content"]  # {content: [blocks], details?}: the invoke stream gets the blocks
+        blocks = result.get("content") if isinstance(result, Mapping) else result
+        return ToolEnded(data["id"], data["isError"], blocks)
+    if kind in ("retry_scheduled", "model_retry_scheduled"):
         reason = str(data["error"])
-        if data.get("operation") != "assistant":
+        if kind == "retry_scheduled":
             reason = f"{data.get('operation')}: {reason}"
         return Retrying(data["attempt"], data["maxAttempts"], data["delayMs"], reason)
     return None

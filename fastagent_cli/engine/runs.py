@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fastagent_cli.contract import Prompt
+from fastagent_cli.contract import Failed, Prompt
 from fastagent_cli.control import (
     NO_ACTIVE_RUN,
     RUN_COMMAND_FAILED,
@@ -58,6 +58,8 @@ class Run:
     accepting: bool = True
     abort_requested: bool = False
     work: asyncio.Task[object] | None = None
+    ended_by: Failed | None = None
+    """The terminal of a run the server ended (a dev reload's drain ran out), not the caller."""
 
     def event(self, kind: str, **data: object) -> SessionEvent:
         return SessionEvent(kind, data, self.run_id)
@@ -105,6 +107,24 @@ class Run:
         work.cancel()
         return accepted(self.run_id)
 
+    def end_with(self, terminal: Failed) -> None:
+        """End the run with ``terminal`` (its work is cancelled; it settles ``failed``)."""
+        work = self.work
+        if work is None or work.done():
+            return
+        self.ended_by = terminal
+        self.accepting = False
+        work.cancel()
+
+    def drop_queues(self) -> SessionEvent | None:
+        """Empty the queues of a run that ended without taking them (aborted, failed): the
+        ``queue_changed`` reporting it, ``None`` when they were empty."""
+        if not self.steering and not self.follow_ups:
+            return None
+        self.steering.clear()
+        self.follow_ups.clear()
+        return self.event("queue_changed", **self.pending().to_json())
+
     # --- the run's side -------------------------------------------------------------------------
 
     def take_steering(self) -> Prompt | None:
@@ -151,6 +171,19 @@ class RunRegistry:
 
     def active(self, session: str) -> Run | None:
         return self._runs.get(session)
+
+    def busy(self) -> bool:
+        """Whether any run or manual compaction is in flight."""
+        return bool(self._runs) or bool(self._compactions)
+
+    def end_all(self, terminal: Failed) -> int:
+        """End every run in flight with ``terminal`` and stop every manual compaction; how many
+        runs were ended."""
+        runs = list(self._runs.values())
+        for run in runs:
+            run.end_with(terminal)
+        self.stop_compactions()
+        return len(runs)
 
     def status(self, session: str) -> Literal["idle", "running", "compacting"]:
         if session in self._runs:

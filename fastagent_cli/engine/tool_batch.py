@@ -35,6 +35,15 @@ ABORTED_TOOL_TEXT = "Operation aborted"
 _ABORTED_CONTENT = [{"type": "text", "text": ABORTED_TOOL_TEXT}]
 
 
+def _finished(result: ToolResult) -> dict[str, Any]:
+    """A ``tool_finished`` event's ``content``: the tool's result as the original publishes it,
+    ``{content: [blocks], details?}`` (the invoke stream's ``tool_ended`` carries the blocks)."""
+    out: dict[str, Any] = {"content": result.content}
+    if result.details is not None:
+        out["details"] = result.details
+    return out
+
+
 def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
     message: ToolResultMessage = {
         "role": "toolResult",
@@ -131,7 +140,7 @@ async def run_tool_batch(
         message = _result_message(call, result)
         record.append_message(message)
         results[call["id"]] = message
-        emit(run.event("tool_finished", id=call["id"], isError=result.is_error, content=result.content))
+        emit(run.event("tool_finished", id=call["id"], isError=result.is_error, content=_finished(result)))
         if log.isEnabledFor(logging.DEBUG):
             mark = "✗" if result.is_error else "✓"
             took = (time.monotonic() - started) * 1000
@@ -151,7 +160,9 @@ async def run_tool_batch(
                     group.create_task(one(call, tool))
     except asyncio.CancelledError:
         for call in _record_aborted(calls, results, record):
-            emit(run.event("tool_finished", id=call["id"], isError=True, content=_ABORTED_CONTENT))
+            emit(
+                run.event("tool_finished", id=call["id"], isError=True, content={"content": _ABORTED_CONTENT})
+            )
         raise
     return [results[c["id"]] for c in calls]
 

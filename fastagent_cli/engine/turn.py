@@ -123,8 +123,7 @@ async def request_model(setup: TurnSetup, request: ModelRequest, emit: Emit) -> 
             delay = setup.retry.delay_ms(attempt, exc.retry_after)
             emit(
                 run.event(
-                    "retry_scheduled",
-                    operation="assistant",
+                    "model_retry_scheduled",
                     attempt=attempt,
                     maxAttempts=setup.retry.max_retries,
                     delayMs=delay,

@@ -33,7 +33,7 @@ __all__ = [
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 16384}
+THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 16384, "max": 16384}
 _MIN_BUDGET = 1024
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _IMAGE_NOTE = "(image omitted: this model does not accept images)"

@@ -17,7 +17,7 @@ from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, Tool
 __all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request", "tool_result_text"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 _IMAGE_NOTE = "(image omitted: this model does not accept images)"
 
 

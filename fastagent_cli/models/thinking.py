@@ -12,11 +12,15 @@ _XHIGH_MARKERS = ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6")
 
 
 def supported_levels(model: ModelInfo) -> tuple[ThinkingLevel, ...]:
+    """``max`` (the original's top level) is the scripted model's only: elsewhere it clamps down
+    to the model's highest, ``xhigh`` or ``high``."""
     if not model.reasoning:
         return ("off",)
-    if any(marker in model.id for marker in _XHIGH_MARKERS) or model.provider == "scripted":
+    if model.provider == "scripted":
         return THINKING_LEVELS
-    return THINKING_LEVELS[:-1]
+    if any(marker in model.id for marker in _XHIGH_MARKERS):
+        return THINKING_LEVELS[:-1]
+    return THINKING_LEVELS[:-2]
 
 
 def clamp_thinking(level: ThinkingLevel, model: ModelInfo) -> ThinkingLevel:

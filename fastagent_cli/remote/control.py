@@ -12,6 +12,11 @@ values and codes. What only a network adds:
   may still have been applied (an accepted steer whose answer was lost): read ``state()`` first;
 * ``events()`` raises :class:`~fastagent_cli.control.SessionEventsClosed` on a ``seq`` gap, a
   failed or dead connection, or a stream the server ended (see :mod:`.events`).
+
+It speaks either route set (:mod:`.routes`): against the original 0.18's, ``update()`` becomes its
+``set_model`` / ``set_thinking`` / ``navigate`` commands (a name cannot be set there), and the
+list, ``fork()`` and ``delete()``, which that set lacks, are refused as ``unsupported_capability``
+(the list raises :class:`RemoteSessionsUnavailable`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from typing import Any, TypeVar
 
 from fastagent_cli.contract import Prompt
 from fastagent_cli.control import (
+    PARTIAL_UPDATE,
     SESSIONS_UNAVAILABLE,
+    UNSUPPORTED_CAPABILITY,
     Action,
     ActionResult,
     AgentCommand,
@@ -37,6 +44,7 @@ from fastagent_cli.control import (
 from fastagent_cli.errors import ControlRequestError
 from fastagent_cli.remote.endpoint import REQUEST_FAILED, ControlEndpoint, session_path
 from fastagent_cli.remote.events import RemoteEventStream
+from fastagent_cli.remote.routes import SESSIONS, RouteSet
 
 __all__ = [
     "REQUEST_FAILED",
@@ -47,6 +55,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_NO_ROUTE = "{what} is not served by this serve's route set (FastAgent 0.18's /control/dispatch)"
 
 
 class RemoteSessionsUnavailable(ControlRequestError, SessionsUnavailable):  # type: ignore[misc]
@@ -80,9 +89,10 @@ def _array(value: Any) -> list[Any]:
 class RemoteSession:
     """One session, bound by id (no IO until a method is called)."""
 
-    def __init__(self, endpoint: ControlEndpoint, session: str) -> None:
+    def __init__(self, endpoint: ControlEndpoint, session: str, routes: RouteSet | None = None) -> None:
         self._endpoint = endpoint
         self._id = session
+        self._routes = routes or RouteSet(SESSIONS)
         self._path = session_path(session)
 
     @property
@@ -90,19 +100,24 @@ class RemoteSession:
         return self._id
 
     async def state(self) -> SessionState:
-        answer = await self._endpoint.call("GET", self._path)
+        path, params = self._routes.state(self._id)
+        answer = await self._endpoint.call("GET", path, params=params)
         return _parse("state", lambda v: SessionState.from_json(_object(v)), answer)
 
     async def entries(self, since: str | None = None) -> SessionEntries:
-        params = None if since is None else {"since": since}
-        answer = await self._endpoint.call("GET", self._path + "/entries", params=params, payload=True)
+        path, params = self._routes.entries(self._id, since)
+        answer = await self._endpoint.call("GET", path, params=params, payload=True)
         return _parse("entries", lambda v: SessionEntries.from_json(_object(v)), answer)
 
     def events(self) -> RemoteEventStream:
-        return RemoteEventStream(self._endpoint, self._id)
+        return RemoteEventStream(self._endpoint, self._id, self._routes.events(self._id))
+
+    async def _command(self, command: Mapping[str, Any]) -> ActionResult:
+        path, body = self._routes.command(self._id, command)
+        return await _result(self._endpoint, "POST", path, body)
 
     async def _act(self, action: Action) -> ActionResult:
-        return await _result(self._endpoint, "POST", self._path + "/actions", action.to_json())
+        return await self._command(action.to_json())
 
     async def steer(self, prompt: Prompt) -> ActionResult:
         return await self._act(Action("steer", prompt=prompt))
@@ -117,17 +132,51 @@ class RemoteSession:
         return await self._act(Action("compact", instructions=instructions))
 
     async def update(self, patch: SessionUpdate) -> ActionResult:
-        return await _result(self._endpoint, "PATCH", self._path, patch.to_json())
+        if not self._routes.dispatch:
+            return await _result(self._endpoint, "PATCH", self._path, patch.to_json())
+        if patch.name is not None:
+            return rejected(UNSUPPORTED_CAPABILITY, _NO_ROUTE.format(what="a session name"), False)
+        commands: list[tuple[str, dict[str, Any]]] = []
+        if patch.leaf_entry_id is not None:
+            commands.append(("leafEntryId", {"type": "navigate", "targetId": patch.leaf_entry_id}))
+        if patch.model is not None:
+            commands.append(("model", {"type": "set_model", "model": patch.model}))
+        if patch.thinking_level is not None:
+            commands.append(("thinkingLevel", {"type": "set_thinking", "level": patch.thinking_level}))
+        result = ActionResult(True)
+        landed: list[str] = []
+        for field, command in commands:
+            result = await self._command(command)
+            if not result.ok:
+                if not landed:
+                    return result
+                error = result.error
+                reason = error.message if error is not None else "failed"
+                return rejected(
+                    PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()"
+                )
+            landed.append(field)
+        return result
 
     async def delete(self) -> ActionResult:
+        if self._routes.dispatch:
+            return rejected(UNSUPPORTED_CAPABILITY, _NO_ROUTE.format(what="deleting a session"), False)
         return await _result(self._endpoint, "DELETE", self._path)
 
 
 class RemoteSessions:
-    def __init__(self, endpoint: ControlEndpoint) -> None:
+    def __init__(self, endpoint: ControlEndpoint, routes: RouteSet | None = None) -> None:
         self._endpoint = endpoint
+        self._routes = routes or RouteSet(SESSIONS)
 
     async def list(self) -> Sequence[SessionListing]:
+        if self._routes.dispatch:
+            raise RemoteSessionsUnavailable(
+                _NO_ROUTE.format(what="a session list"),
+                status=None,
+                code=SESSIONS_UNAVAILABLE,
+                retryable=False,
+            )
         try:
             answer = await self._endpoint.call("GET", "/control/sessions", payload=True)
         except ControlRequestError as exc:
@@ -139,11 +188,13 @@ class RemoteSessions:
         return _parse("sessions", lambda v: [SessionListing.from_json(_object(s)) for s in _array(v)], answer)
 
     async def fork(self, from_session: str, at: str, into: str) -> ActionResult:
+        if self._routes.dispatch:
+            return rejected(UNSUPPORTED_CAPABILITY, _NO_ROUTE.format(what="forking a session"), False)
         body = {"from": from_session, "at": at}
         return await _result(self._endpoint, "PUT", session_path(into), body)
 
     def get(self, session: str) -> RemoteSession:
-        return RemoteSession(self._endpoint, session)
+        return RemoteSession(self._endpoint, session, self._routes)
 
 
 class RemoteSessionControl:
@@ -151,10 +202,14 @@ class RemoteSessionControl:
     :func:`~fastagent_cli.remote.connect_session_control`; close it with :meth:`aclose` (or
     ``async with``)."""
 
-    def __init__(self, endpoint: ControlEndpoint, capabilities: Capabilities) -> None:
+    def __init__(
+        self, endpoint: ControlEndpoint, capabilities: Capabilities, routes: RouteSet | None = None
+    ) -> None:
         self.endpoint = endpoint
+        self.routes = routes or RouteSet(SESSIONS)
+        """The route set the serve was found to have."""
         self._capabilities = capabilities
-        self._sessions = RemoteSessions(endpoint)
+        self._sessions = RemoteSessions(endpoint, self.routes)
 
     @property
     def url(self) -> str:

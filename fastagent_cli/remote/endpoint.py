@@ -2,10 +2,12 @@
 request that got no usable answer becomes a :class:`~fastagent_cli.errors.ControlRequestError`.
 
 Every request has a deadline, so a black-hole endpoint (a firewall that drops packets, a half-dead
-tunnel) fails instead of hanging: :data:`REQUEST_TIMEOUT_S` for reads and for opening a stream,
-:data:`PAYLOAD_TIMEOUT_S` for the calls that carry a payload (``entries``, the list, actions and
-writes, opening ``/control/invoke``). An open stream is watched instead: no bytes at all (the
-server's ``: ping`` comments included) for :data:`IDLE_BEATS` heartbeats means a dead connection.
+tunnel) fails instead of hanging: :data:`REQUEST_TIMEOUT_S` for reads, :data:`PAYLOAD_TIMEOUT_S`
+for the calls that carry a payload (``entries``, the list, actions and writes, opening
+``/control/invoke``). An event stream's response headers may take as long as its silence may
+(the original writes them with the first event or the first ping, 30 s in). An open stream is
+watched: no bytes at all (the server's ``: ping`` comments included) for :data:`IDLE_BEATS`
+heartbeats means a dead connection.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ REQUEST_FAILED = "request_failed"
 """The code of a call whose request failed, on an acting call's ``ok: false`` result and on the
 data plane's ``failed`` event (the client's own code; no serve sends it)."""
 REQUEST_TIMEOUT_S = 10.0
-"""Deadline of a read (capabilities, commands, state) and of opening an event stream."""
+"""Deadline of a read (capabilities, commands, state)."""
 PAYLOAD_TIMEOUT_S = 60.0
 """Deadline of the calls that carry a payload: entries, the session list, actions and writes."""
 HEARTBEAT_S = 30.0
@@ -108,12 +110,15 @@ class ControlEndpoint:
         *,
         client: httpx.AsyncClient | None = None,
         heartbeat_s: float = HEARTBEAT_S,
+        request_timeout_s: float | None = None,
     ) -> None:
         if not token:
             raise ValueError("the control plane needs its bearer token")
         self.base = control_url(url)
         self.token = token
         self.idle_s = IDLE_BEATS * heartbeat_s
+        """How long an open stream may be silent, and an event stream's headers take."""
+        self.request_timeout_s = REQUEST_TIMEOUT_S if request_timeout_s is None else request_timeout_s
         self._headers = {"Authorization": f"Bearer {token}"}
         host = urlsplit(self.base).hostname or ""
         self._client = client or httpx.AsyncClient(trust_env=not _loopback(host), timeout=None)
@@ -137,7 +142,7 @@ class ControlEndpoint:
         """Send one request and return its JSON answer (2xx); ControlRequestError otherwise.
         ``payload``: the longer deadline of the calls that carry one."""
         what = f"{method} {path}"
-        deadline_s = PAYLOAD_TIMEOUT_S if payload else REQUEST_TIMEOUT_S
+        deadline_s = PAYLOAD_TIMEOUT_S if payload else self.request_timeout_s
         headers = dict(self._headers)
         content = None
         if body is not None:
@@ -174,10 +179,11 @@ class ControlEndpoint:
     async def stream(
         self, method: str, path: str, *, body: Any = None, payload: bool = False
     ) -> AsyncIterator[httpx.Response]:
-        """Open an SSE response (200 ``text/event-stream``) within the request deadline (the
-        payload one with ``payload``); it is closed when the block ends."""
+        """Open an SSE response (200 ``text/event-stream``) within :attr:`idle_s` (an event
+        stream) or the payload deadline (``payload``: an invoke); it is closed when the block
+        ends."""
         what = f"{method} {path}"
-        connect_timeout = PAYLOAD_TIMEOUT_S if payload else REQUEST_TIMEOUT_S
+        connect_timeout = PAYLOAD_TIMEOUT_S if payload else self.idle_s
         headers = {**self._headers, "Accept": "text/event-stream"}
         content = None
         if body is not None:

@@ -46,9 +46,10 @@ __all__ = ["RemoteEventStream"]
 class RemoteEventStream:
     """One subscription to one session's events over HTTP (see the module docstring)."""
 
-    def __init__(self, endpoint: ControlEndpoint, session: str) -> None:
+    def __init__(self, endpoint: ControlEndpoint, session: str, path: str | None = None) -> None:
         self._endpoint = endpoint
         self.session = session
+        self._path = path if path is not None else session_path(session, "/events")
         self.epoch: str | None = None
         """The serve's ``epoch`` (a new one after a restart), once the first event arrived."""
         self._buffer: deque[SessionEvent] = deque()
@@ -73,10 +74,9 @@ class RemoteEventStream:
 
     async def _run(self) -> None:
         assert self._ready is not None
-        path = session_path(self.session, "/events")
         failure: BaseException
         try:
-            async with self._endpoint.stream("GET", path) as response:
+            async with self._endpoint.stream("GET", self._path) as response:
                 self._ready.set_result(None)
                 failure = await self._read(response)
         except asyncio.CancelledError:

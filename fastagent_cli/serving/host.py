@@ -79,6 +79,7 @@ class Server:
         self._listeners: list[asyncio.Server] = []
         """Servers on sockets handed in (the dev worker's), closed by :meth:`close`."""
         self._closed = False
+        self._accepting = True
         self.host = host
         self.listening: asyncio.Task[int] = asyncio.ensure_future(self._start(port, host, sockets))
         """Resolves to the bound port once listening; raises :class:`ServeError` if binding fails."""
@@ -134,6 +135,22 @@ class Server:
                 connection.request_finished()
             self._active.pop(id(request), None)
 
+    async def stop_accepting(self) -> None:
+        """Stop taking connections off the listening sockets, serving those already open (a
+        draining ``dev`` worker; :meth:`close` does it too)."""
+        if self._accepting:
+            self._accepting = False
+            await self._stop_accepting()
+
+    async def settle(self, within: float) -> None:
+        """Wait (at most ``within`` seconds) until the only requests left are ``GET`` streams
+        (event watchers, which never end by themselves): answers being written get to finish."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        # Polled, as _answer_pending: a response ending has no event to wait on.
+        while loop.time() < deadline and any(r.method != "GET" for r in self._active.values()):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
     async def _stop_accepting(self) -> None:
         """Stop taking connections off the listening sockets. On the handed-in sockets, reading
         stops first and connections accepted in that loop tick are attached before the server
@@ -184,7 +201,7 @@ class Server:
             self.listening.cancel()
         with contextlib.suppress(BaseException):
             await self.listening
-        await self._stop_accepting()
+        await self.stop_accepting()
         await self._answer_pending()
         self.close_all_connections()
         await self._runner.cleanup()

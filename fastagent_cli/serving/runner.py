@@ -3,7 +3,8 @@
 Open the service on the directory the command read (:func:`~fastagent_cli.assembly.open_agent`,
 then :func:`~fastagent_cli.serving.service.open_agent_service`), bind, print the startup lines,
 then serve until SIGINT / SIGTERM (or the dev supervisor going away, or a long connection closing
-unexpectedly). Shutdown does not drain turns (features G16): it stops the long
+unexpectedly). A dev worker asked to drain (a code edit) lets its turns finish first (see
+:func:`_until_stopped_or_drained`). Shutdown does not drain turns (features G16): it stops the long
 connections, stops listening and force-closes every open stream at once, within
 :data:`SHUTDOWN_BUDGET_S`; a timer armed when shutdown begins ends the process after
 :data:`FORCED_EXIT_S` whatever is still running (a tool blocked in a thread cannot hold it).
@@ -199,7 +200,10 @@ async def _serve(
         elif options.tunnel:
             tunnel = Tunnel(bound)
             opening = asyncio.create_task(_open_and_announce(tunnel, service))
-        await stop.event.wait()
+        if link is None:
+            await stop.event.wait()
+        else:
+            await _until_stopped_or_drained(server, service, link, stop)
     finally:
         if control_file is not None and service.control is not None:
             remove_control_file(control_file, service.control.token)
@@ -207,6 +211,44 @@ async def _serve(
     if stop.error is not None:
         raise ServeError(stop.error)
     return Outcome(0, stop.signal)
+
+
+async def _until_stopped_or_drained(
+    server: Server, service: AgentService, link: WorkerLink, stop: ShutdownSignal
+) -> None:
+    """A dev worker: serve until told to stop, or until the supervisor asks it to drain (a code
+    edit). Draining, it stops accepting (the next worker takes the connections still queued),
+    stops its long connections and schedules, tells the supervisor, lets its turns finish for the
+    drain timeout and ends the rest with a retryable ``failed``; a stop cuts the drain short."""
+    stopped = asyncio.create_task(stop.event.wait())
+    asked = asyncio.create_task(link.drains.get())
+    try:
+        done, _ = await asyncio.wait({stopped, asked}, return_when=asyncio.FIRST_COMPLETED)
+        if stopped in done:
+            return
+        draining = asyncio.create_task(_drain(server, service, link, asked.result()))
+        await asyncio.wait({stopped, draining}, return_when=asyncio.FIRST_COMPLETED)
+        if not draining.done():
+            draining.cancel()
+        elif draining.exception() is not None:
+            log.warning("[fastagent] draining failed: %s", draining.exception())
+    finally:
+        stopped.cancel()
+        asked.cancel()
+
+
+async def _drain(server: Server, service: AgentService, link: WorkerLink, within: float) -> None:
+    await server.stop_accepting()
+    await link.draining()
+    await service.quiesce(_CONNECTION_STOP_S)
+    ended = await service.opened.drain(within)
+    if ended:
+        log.warning(
+            "[fastagent] the reload ended %d turn(s) still running after %g s (retryable failed)",
+            ended,
+            within,
+        )
+    await server.settle(_HANDLER_GRACE_S * 2)  # the terminals being written reach their clients
 
 
 async def _open_and_announce(tunnel: Tunnel, service: AgentService) -> str | None:

@@ -164,6 +164,17 @@ class AgentService:
     def workspace(self) -> Path:
         return self.opened.workspace
 
+    async def quiesce(self, within: float = STOP_TIMEOUT_S) -> None:
+        """Stop taking work by itself (long connections, schedules, notices), leaving the agent
+        and the runs in flight alone: a ``dev`` worker that drains before its successor takes
+        over (the successor polls and schedules instead)."""
+        steps = [self._connections.stop(within)]
+        if self.schedules is not None:
+            steps.append(self.schedules.stop(within))
+        if self.notices is not None:
+            steps.append(self.notices.stop(within))
+        await asyncio.gather(*steps, return_exceptions=True)
+
     async def close(self, within: float = STOP_TIMEOUT_S) -> None:
         """Stop long connections (within ``within`` seconds) and close the agent's model clients. Raises
         ServeError if a connection fails to stop in time (the agent is closed anyway)."""

@@ -10,8 +10,12 @@ code edits (features R1-R5).
   serves on those inherited sockets. A worker is spawned only after the previous one has exited;
   connections that arrive in between wait in the kernel's queue for the new worker, so a reload
   refuses none (``bench/dev_reload.py`` counts them).
-* A code edit (:mod:`~fastagent_cli.serving.watch`) stops the worker (SIGTERM, SIGKILL to its group
-  after :data:`STOP_GRACE_S`) and spawns a new one.
+* A code edit (:mod:`~fastagent_cli.serving.watch`) retires the worker without cutting a running
+  answer: asked to drain, it stops accepting and says so, the next worker is spawned on the same
+  sockets at once, and the old one finishes its turns (for at most ``drain_timeout``, then ends
+  the rest with a retryable ``failed``) and exits (SIGKILL to its group if it overruns that by
+  :data:`STOP_GRACE_S`). A worker that does not answer the drain, or has not served yet, is
+  stopped (SIGTERM, SIGKILL after :data:`STOP_GRACE_S`) before the next one is spawned.
 * A worker that fails before any worker ever served ends ``dev`` with its exit code; after one
   has served, a failure is reported and ``dev`` waits for the next save, answering every request
   ``503`` meanwhile (saying why), rather than leaving clients waiting in the queue.
@@ -44,16 +48,20 @@ from fastagent_cli.serving.worker_link import (
     DEV_LISTEN_FDS_ENV,
     DEV_RELOAD_ENV,
     DEV_WORKER_ENV,
+    read_message,
     read_ready,
+    send_drain,
     send_public_url,
 )
 
-__all__ = ["STOP_GRACE_S", "DevSupervisor", "cli_command"]
+__all__ = ["DRAIN_TIMEOUT_S", "STOP_GRACE_S", "DevSupervisor", "cli_command"]
 
 log = logging.getLogger("fastagent.dev")
 
 STOP_GRACE_S = 3.0
 """How long a worker gets to exit after SIGTERM before its process group is killed."""
+DRAIN_TIMEOUT_S = 30.0
+"""How long a retired worker's running turns get to finish (``dev --drain``)."""
 
 
 def cli_command() -> list[str]:
@@ -67,6 +75,7 @@ def cli_command() -> list[str]:
 class _Worker:
     process: Process
     link: asyncio.StreamWriter
+    reader: asyncio.StreamReader
     ready: asyncio.Task[dict[str, Any] | None]
     exited: asyncio.Task[int]
     restarting: bool = False
@@ -102,11 +111,14 @@ class DevSupervisor:
     """The port to bind (0 picks one)."""
     tunnel: bool = False
     stop_grace: float = STOP_GRACE_S
+    drain_timeout: float = DRAIN_TIMEOUT_S
     port: int | None = None
     """The bound port."""
     served: bool = False
     _sockets: list[socket.socket] = field(default_factory=list)
     _worker: _Worker | None = None
+    _retiring: dict[int, tuple[_Worker, asyncio.Task[None]]] = field(default_factory=dict)
+    """Workers finishing their turns after a reload (by pid), and the tasks that see them exit."""
     _tunnel: Tunnel | None = None
     _opening: asyncio.Task[str | None] | None = None
     _public_url: str | None = None
@@ -136,7 +148,7 @@ class DevSupervisor:
             if event == "stop":
                 return 0
             if event == "change":
-                await worker.stop(self.stop_grace)
+                await self._retire(worker)
                 watcher.drain()  # edits made while it stopped are read by the next worker anyway
                 continue
             code = worker.process.returncode or 0
@@ -181,7 +193,30 @@ class DevSupervisor:
         ready = asyncio.create_task(read_ready(reader))
         exited = asyncio.create_task(process.wait())
         log.debug("[dev] worker %d started", process.pid)
-        return _Worker(process, writer, ready, exited)
+        return _Worker(process, writer, reader, ready, exited)
+
+    async def _retire(self, worker: _Worker) -> None:
+        """Ask a serving worker to drain and return once it stopped accepting (it finishes on
+        its own, watched); stop any other at once."""
+        if worker.ready.done() and not worker.ready.cancelled() and worker.ready.result() is not None:
+            send_drain(worker.link, self.drain_timeout)
+            acked = asyncio.create_task(read_message(worker.reader, "draining"))
+            done, _ = await asyncio.wait({acked, worker.exited}, timeout=self.stop_grace)
+            if acked in done and acked.result() is not None:
+                self._retiring[worker.process.pid] = (worker, asyncio.create_task(self._see_out(worker)))
+                return
+            acked.cancel()
+        await worker.stop(self.stop_grace)
+
+    async def _see_out(self, worker: _Worker) -> None:
+        try:
+            # the drain, its runs' cancel grace and the worker's own bounded shutdown
+            done, _ = await asyncio.wait({worker.exited}, timeout=self.drain_timeout + 5 + self.stop_grace)
+            if not done:
+                log.warning("[dev] the old worker overran its drain; stopping it")
+            await worker.stop(self.stop_grace)
+        finally:
+            self._retiring.pop(worker.process.pid, None)
 
     def _on_ready(self, worker: _Worker) -> None:
         self.served = True
@@ -252,6 +287,9 @@ class DevSupervisor:
         steps: list[Any] = [watcher.aclose()]
         if worker is not None:
             steps.append(worker.stop(self.stop_grace))
+        for retired, watching in list(self._retiring.values()):
+            watching.cancel()
+            steps.append(retired.stop(self.stop_grace))
         if self._opening is not None:
             self._opening.cancel()
         if self._tunnel is not None:

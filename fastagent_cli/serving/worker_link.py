@@ -7,7 +7,11 @@ binds nothing itself; and ``FASTAGENT_DEV_RELOAD=1`` once a worker has served (a
 Start notice is not sent again). Once listening, the worker writes one JSON line
 ``{"type": "ready", "port": 8787, "routeChannels": [...]}``. The supervisor answers with
 ``{"type": "public_url", "url": ...}`` whenever it has a ``--tunnel`` URL for this worker (the
-worker announces it to its channels). The socket is also a lifeline: when the supervisor goes away
+worker announces it to its channels). On a code edit the supervisor sends ``{"type": "drain",
+"timeoutS": 30}``: the worker stops accepting connections and taking work by itself, answers
+``{"type": "draining"}`` (the supervisor then starts the next worker on the same sockets), lets
+its turns in flight finish within the timeout (then ends the rest with a retryable ``failed``) and
+exits. The socket is also a lifeline: when the supervisor goes away
 (even killed), the worker reads end-of-file and shuts down, so it never outlives ``dev`` holding
 the port.
 """
@@ -28,8 +32,11 @@ __all__ = [
     "DEV_RELOAD_ENV",
     "DEV_WORKER_ENV",
     "WorkerLink",
+    "drain_timeout_of",
     "public_url_of",
+    "read_message",
     "read_ready",
+    "send_drain",
     "send_public_url",
 ]
 
@@ -52,6 +59,8 @@ class WorkerLink:
         self._watch: asyncio.Task[None] | None = None
         self.public_urls: asyncio.Queue[str] = asyncio.Queue()
         """The tunnel URLs the supervisor sent, in order."""
+        self.drains: asyncio.Queue[float] = asyncio.Queue()
+        """The drain requests the supervisor sent (their timeouts, in seconds)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerLink | None:
@@ -87,6 +96,9 @@ class WorkerLink:
                     url = public_url_of(raw)
                     if url is not None:
                         self.public_urls.put_nowait(url)
+                    timeout = drain_timeout_of(raw)
+                    if timeout is not None:
+                        self.drains.put_nowait(timeout)
             on_lost()
 
         self._watch = asyncio.create_task(watch())
@@ -96,6 +108,14 @@ class WorkerLink:
             return
         line = {"type": "ready", "port": port, "routeChannels": route_channels}
         self._writer.write(json.dumps(line).encode() + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self._writer.drain()
+
+    async def draining(self) -> None:
+        """Tell the supervisor this worker stopped accepting (the next one may serve)."""
+        if self._writer is None:
+            return
+        self._writer.write(json.dumps({"type": "draining"}).encode() + b"\n")
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
 
@@ -111,6 +131,24 @@ def send_public_url(writer: asyncio.StreamWriter, url: str) -> None:
     """The supervisor's side: tell a worker the tunnel URL."""
     with contextlib.suppress(ConnectionError, RuntimeError):
         writer.write(json.dumps({"type": "public_url", "url": url}).encode() + b"\n")
+
+
+def send_drain(writer: asyncio.StreamWriter, timeout_s: float) -> None:
+    """The supervisor's side: ask a worker to drain (see the module docstring)."""
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        writer.write(json.dumps({"type": "drain", "timeoutS": timeout_s}).encode() + b"\n")
+
+
+def drain_timeout_of(raw: bytes) -> float | None:
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and message.get("type") == "drain":
+        timeout = message.get("timeoutS")
+        if isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout >= 0:
+            return float(timeout)
+    return None
 
 
 def public_url_of(raw: bytes) -> str | None:
@@ -129,6 +167,12 @@ def public_url_of(raw: bytes) -> str | None:
 
 async def read_ready(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     """The supervisor's side: the worker's ready message, or ``None`` if the line closed first."""
+    return await read_message(reader, "ready")
+
+
+async def read_message(reader: asyncio.StreamReader, kind: str) -> dict[str, Any] | None:
+    """The supervisor's side: the worker's next message of type ``kind``, or ``None`` if the line
+    closed first."""
     while True:
         try:
             raw = await reader.readline()
@@ -140,5 +184,5 @@ async def read_ready(reader: asyncio.StreamReader) -> dict[str, Any] | None:
             message = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(message, dict) and message.get("type") == "ready":
+        if isinstance(message, dict) and message.get("type") == kind:
             return message

@@ -1,7 +1,7 @@
 """Where machine state lives.
 
 * state root: ``FASTAGENT_STATE_DIR`` > ``<agent dir>/.fastagent``
-* sessions:   ``--sessions-dir`` > ``<state root>/sessions``
+* sessions:   ``--sessions-dir`` > ``FASTAGENT_SESSIONS_DIR`` > ``<state root>/sessions``
 
 A leading ``~`` is expanded in every override; relative overrides resolve against the workspace.
 A path that cannot be a directory (it, or a parent, is a file) is a ConfigError naming the setting.
@@ -17,6 +17,7 @@ from pathlib import Path
 from fastagent_cli.errors import ConfigError
 
 __all__ = [
+    "SESSIONS_DIR_ENV",
     "STATE_DIRNAME",
     "check_directory",
     "resolve_override",
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 STATE_DIRNAME = ".fastagent"
+SESSIONS_DIR_ENV = "FASTAGENT_SESSIONS_DIR"
 
 
 def resolve_override(value: str, base: Path) -> Path:
@@ -44,10 +46,20 @@ def resolve_state_root(
     return check_directory(agent_dir / STATE_DIRNAME, "the state directory")
 
 
-def resolve_sessions_dir(state_root: Path, sessions_dir: str | None = None, base: Path | None = None) -> Path:
+def resolve_sessions_dir(
+    state_root: Path,
+    sessions_dir: str | None = None,
+    base: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Path:
     if sessions_dir:
         return check_directory(
             resolve_override(sessions_dir, base or state_root), f"--sessions-dir {sessions_dir}"
+        )
+    override = (os.environ if env is None else env).get(SESSIONS_DIR_ENV)
+    if override:
+        return check_directory(
+            resolve_override(override, base or state_root), f"{SESSIONS_DIR_ENV}={override}"
         )
     return check_directory(state_root / "sessions", "the sessions directory")
 

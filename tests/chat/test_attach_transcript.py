@@ -275,9 +275,7 @@ def test_the_first_read_is_cut_to_the_history_limit_and_branches_are_left_out() 
 def test_run_outcomes_and_other_events() -> None:
     transcript, screen = make()
     transcript.show_entries(SessionEntries((), None), first=True)
-    transcript.feed(
-        ev("retry_scheduled", operation="assistant", attempt=1, maxAttempts=3, delayMs=10, error="x")
-    )
+    transcript.feed(ev("model_retry_scheduled", attempt=1, maxAttempts=3, delayMs=10, error="x"))
     transcript.feed(ev("tool_started", id="c9", name="slow", args={}))
     transcript.feed(ev("run_settled", status="aborted"))
     transcript.feed(ev("run_settled", status="failed", error={"message": "boom", "retryable": False}))

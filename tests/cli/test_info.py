@@ -129,3 +129,15 @@ def test_mcp_servers_are_listed_and_a_broken_one_is_a_diagnostic(tmp_path: Path,
 def test_json_keys_are_documented() -> None:
     documented = re.findall(r"^\| `([A-Za-z]+)` \|", DOCS.read_text(encoding="utf-8"), flags=re.M)
     assert tuple(documented) == INFO_KEYS
+
+
+def test_info_names_the_state_backend(tmp_path: Path, run_cli: RunCli) -> None:
+    agent = _messy_agent(tmp_path)
+    files = run_cli("info", str(agent))
+    assert f"backend:      files ({agent / '.fastagent'})" in files.stdout
+    url = {"FASTAGENT_DATABASE_URL": "postgresql://fa:s3cret@db.example:5432/app"}
+    shared = json.loads(run_cli("info", str(agent), "--json", env=url).stdout)
+    assert shared["stateBackend"] == "postgres postgresql://fa@db.example:5432/app (namespace agent)"
+    assert "s3cret" not in run_cli("info", str(agent), env=url).stdout  # never the password
+    broken = run_cli("info", str(agent), env={"FASTAGENT_DATABASE_URL": "not-a-url"})
+    assert broken.returncode == 0 and "backend:      unusable: FASTAGENT_DATABASE_URL:" in broken.stdout

@@ -93,6 +93,20 @@ def test_sessions_dir_and_state_dir_overrides(
     )
     assert find_record(tmp_path / "state" / "sessions", "two") is not None
     assert find_record(agent / ".fastagent" / "sessions", "two") is None
+    # FASTAGENT_SESSIONS_DIR (environment or .env) moves the sessions alone; --sessions-dir wins
+    env = {"FASTAGENT_SESSIONS_DIR": str(tmp_path / "volume")}
+    run_cli("invoke", "x", str(agent), "--session", "three", env=env)
+    assert find_record(tmp_path / "volume", "three") is not None
+    assert find_record(agent / ".fastagent" / "sessions", "three") is None
+    run_cli("invoke", "x", str(agent), "--session", "four", "--sessions-dir", str(tmp_path / "flag"), env=env)
+    assert find_record(tmp_path / "flag", "four") is not None
+    (agent / ".env").write_text("FASTAGENT_SESSIONS_DIR=dotenv-sessions\n")
+    run_cli("invoke", "x", str(agent), "--session", "five")
+    assert find_record(agent / "dotenv-sessions", "five") is not None  # relative to the workspace
+    (tmp_path / "a-file").write_text("")
+    failed = run_cli("invoke", "x", str(agent), env={"FASTAGENT_SESSIONS_DIR": str(tmp_path / "a-file")})
+    assert failed.returncode == 1 and "FASTAGENT_SESSIONS_DIR=" in failed.stderr  # a ConfigError
+    assert "Traceback" not in failed.stderr
 
 
 def test_model_precedence(make_agent: AgentFactory, run_cli: RunCli) -> None:

@@ -359,3 +359,24 @@ def test_session_ids_complete_from_the_file_names(agent: Path) -> None:
     assert sorted(p.name for p in record_files(sessions_dir(agent))) == before  # nothing written
     ctx.params["directory"] = str(agent / "nowhere")
     assert session_ids(ctx, click.Argument(["x"]), "") == []
+
+
+def test_import_from_an_agent_directory_of_the_original(
+    make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path
+) -> None:
+    # The original keeps <agent>/.state/sessions/--<workspace>--/<stamp>_<%-encoded id>.jsonl
+    original = tmp_path / "orig" / "fastagent"
+    records = original / ".state" / "sessions" / "--tmp-orig--"
+    records.mkdir(parents=True)
+    (original / "fastagent.config.mjs").write_text('export default { model: "fake/m1" };\n')
+    (records / "2026-08-19T03-05-46-120Z_telegram%3A-1001234567890.jsonl").write_bytes(FIXTURE.read_bytes())
+    agent = make_agent(model="scripted/echo")
+    done = run_cli("sessions", "import", str(original), str(agent))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported telegram:-1001234567890 (")
+    assert find_record(sessions_dir(agent), "telegram:-1001234567890") is not None
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "fastagent.config.ts").write_text("export default {};\n")
+    empty = run_cli("sessions", "import", str(bare), str(agent))
+    assert empty.returncode == 1 and empty.stderr == f"Error: no session files in {bare}\n"

@@ -60,6 +60,10 @@ async def test_thinking_is_clamped_to_the_model(tmp_path: Path) -> None:
     reasoning = agent.config.models.resolve("anthropic/claude-sonnet-4-5")
     assert clamp_thinking("xhigh", reasoning) == "high"
     assert clamp_thinking("minimal", reasoning) == "minimal"
+    # max (the original's top level) falls back to the model's highest: nothing is above it
+    assert clamp_thinking("max", reasoning) == "high"
+    assert clamp_thinking("max", agent.config.models.resolve("openai-codex/gpt-5.2")) == "xhigh"
+    assert clamp_thinking("max", agent.config.models.resolve("scripted/echo")) == "max"
 
 
 async def test_missing_api_key_is_a_clear_failure(tmp_path: Path) -> None:

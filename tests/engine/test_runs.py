@@ -366,3 +366,27 @@ async def test_a_run_that_crashes_outside_its_outcome_reports_a_serving_error(tm
     assert [e.type for e in seen][-2:] == ["serving_error", "run_settled"]
     assert seen[-1].data["status"] == "failed"
     assert agent.runs.active("x") is None
+
+
+async def test_tool_finished_carries_the_result_as_the_original_does(tmp_path: Path) -> None:
+    @tool
+    async def measure() -> dict[str, int]:
+        """Measure."""
+        return {"width": 3}
+
+    def respond(request: ScriptedRequest) -> Any:
+        if request.messages[-1]["role"] == "user":
+            return {"toolCalls": [{"name": "measure", "args": {}, "id": "m1"}]}
+        return "measured"
+
+    agent = agent_with(respond, tmp_path, [measure])
+    watching = asyncio.create_task(collect_events(agent, "s"))
+    await asyncio.sleep(0)
+    events = await drain(agent.invoke("s", "go"))
+    finished = next(e for e in await watching if e.type == "tool_finished")
+    # {content: [blocks], details?}: what the original's tool_finished carries
+    assert finished.data["content"]["details"] == {"width": 3}
+    blocks = finished.data["content"]["content"]
+    assert blocks[0]["type"] == "text" and '"width"' in blocks[0]["text"]
+    ended = next(e for e in events if isinstance(e, ToolEnded))
+    assert ended.content == blocks  # the invoke stream's tool_ended keeps the blocks

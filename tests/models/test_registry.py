@@ -63,6 +63,7 @@ def test_spec_resolution() -> None:
     assert registry.resolve("scripted/echo").api == "scripted"
     assert parse_spec("anthropic/claude-sonnet-4-5:high") == ("anthropic/claude-sonnet-4-5", "high")
     assert parse_spec("ollama/llama3.1:8b") == ("ollama/llama3.1:8b", None)
+    assert parse_spec("openai/gpt-5.2:max") == ("openai/gpt-5.2", "max")  # the original's top level
     assert registry.resolve("ollama/llama3.1:8b").id == "llama3.1:8b"
 
 

@@ -161,8 +161,8 @@ async def test_invoke_state_entries_and_the_list_with_an_id_holding_colon_and_sl
         "status": "idle",
         "model": "scripted/plane",
         "thinkingLevel": "medium",
-        "availableThinkingLevels": ["off", "minimal", "low", "medium", "high", "xhigh"],
-        "pending": {"steering": [], "followUp": []},
+        "availableThinkingLevels": ["off", "minimal", "low", "medium", "high", "xhigh", "max"],
+        "pending": {"steering": 0, "followUp": 0, "steeringTexts": [], "followUpTexts": []},
     }
     assert await plane.get(f"/sessions/{encoded}/entries") == {"entries": []}
     events = await plane.invoke(session, "hi")
@@ -337,7 +337,12 @@ async def test_actions_steer_and_abort_a_run_and_refuse_malformed_ones(plane: Pl
         {"type": "steer", "prompt": {"text": "hurry", "images": [{"mimeType": "image/png", "data": "iVBO"}]}}
     )
     assert body == {"ok": True, "runId": state["activeRunId"]}
-    assert (await plane.get("/sessions/a"))["pending"] == {"steering": ["hurry"], "followUp": []}
+    assert (await plane.get("/sessions/a"))["pending"] == {
+        "steering": 1,
+        "followUp": 0,
+        "steeringTexts": ["hurry"],
+        "followUpTexts": [],
+    }
     status, body = await action({"type": "compact"})
     assert body["error"]["code"] == "session_busy" and body["error"]["retryable"] is True
     status, body = await action({"type": "abort"})

@@ -12,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from fastagent_cli.contract import AgentEvent, Completed, Failed, Text, event_from_wire
 from tests.conftest import AgentFactory, RunCli
 from tests.serving.serving_proc import ServerProcess, answer, get, invoke
 
@@ -24,6 +25,8 @@ def reply(request):
     text = request.last_user_text
     if text == "persona":
         return next((l for l in request.system.splitlines() if l.startswith("MOTTO:")), "no motto")
+    if text.startswith("stream "):  # twenty one-letter deltas, one every `ms` milliseconds
+        return {"text": "abcdefghijklmnopqrst", "chunkSize": 1, "chunkDelayMs": int(text.split()[1])}
     if text == "env":
         return "env " + os.environ.get("DEV_SETTING", "unset")
     if text == "tool":
@@ -259,3 +262,57 @@ async def test_no_watch_serves_once_in_process(agent: Path) -> None:
         assert "watching" not in dev.text
         assert dev.count(r"http host on") == 1
         assert "DEBUG [agent] ▶ turn session=a ← tool" in dev.text  # dev logs at debug
+
+
+async def _stream(port: int, session: str, text: str, started: asyncio.Event) -> list[AgentEvent]:
+    """Invoke and read the SSE body event by event (``started`` is set at the first delta)."""
+    events: list[AgentEvent] = []
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+        http.post(f"http://127.0.0.1:{port}/invoke", json={"session": session, "text": text}) as response,
+    ):
+        assert response.status == 200
+        async for raw in response.content:
+            line = raw.decode()
+            if line.startswith("data: "):
+                events.append(event_from_wire(line[6:].strip()))
+                started.set()
+    return events
+
+
+async def test_a_reload_mid_stream_lets_the_answer_finish(agent: Path) -> None:
+    """Every delta and one terminal, while a request sent during the drain is answered by the new
+    worker (which loaded the edit)."""
+    async with ServerProcess.spawn("dev", str(agent), *DEV) as dev:
+        port = await dev.port()
+        started = asyncio.Event()
+        streaming = asyncio.create_task(_stream(port, "long", "stream 1000", started))  # 20 s
+        await asyncio.wait_for(started.wait(), 10)
+        before = len(dev.lines)
+        (agent / "tools" / "probe.py").write_text(probe_tool("v2"))
+        await dev.wait_for(RESTART, after=before)
+        await dev.port(after=before)  # the next worker serves while the old one drains
+        assert answer(await invoke(port, "meanwhile", "tool")) == "tool said: v2"
+        assert not streaming.done()  # the new worker answered while the old one still streamed
+        events = await asyncio.wait_for(streaming, 30)
+        deltas = [e.delta for e in events if isinstance(e, Text)]
+        assert "".join(deltas) == "abcdefghijklmnopqrst" and len(deltas) == 20
+        assert [type(e) for e in events].count(Completed) == 1 and isinstance(events[-1], Completed)
+        assert dev.process.returncode is None
+
+
+async def test_a_reload_ends_an_answer_that_outlasts_the_drain_retryably(agent: Path) -> None:
+    async with ServerProcess.spawn("dev", str(agent), *DEV, "--drain", "0.5") as dev:
+        port = await dev.port()
+        started = asyncio.Event()
+        streaming = asyncio.create_task(_stream(port, "slow", "stream 1000", started))  # 20 s
+        await asyncio.wait_for(started.wait(), 10)
+        before = len(dev.lines)
+        (agent / "tools" / "probe.py").write_text(probe_tool("v2"))
+        events = await asyncio.wait_for(streaming, 20)
+        assert [type(e) for e in events if isinstance(e, Completed | Failed)] == [Failed]
+        failed = events[-1]
+        assert isinstance(failed, Failed) and failed.retryable and failed.code == "server_restarting"
+        assert "reloaded" in failed.details
+        await dev.wait_for(r"the reload ended 1 turn\(s\) still running after 0\.5 s", after=before)
+        assert answer(await invoke(port, "slow", "tool")) == "tool said: v2"  # the session is free

@@ -147,11 +147,14 @@ async def _write(
         reason = one_line(getattr(exc, "message", None) or str(exc))
         if not landed:
             return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
-        engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+        engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
         return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
-    engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+    engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
     return accepted()
 
+
+_SETTING_FIELDS = {"model_change": "model", "thinking_level_change": "thinkingLevel"}
+"""The wire field each settings entry changes."""
 
 SettingsDecision = Callable[[SessionRecord], tuple[Sequence[tuple[str, dict[str, Any]]], SessionSettings]]
 """Given the leased record: the entries to write (``model_change`` / ``thinking_level_change``) and
@@ -174,7 +177,8 @@ async def write_settings(
         if entries:
             record.append_many(list(entries))
             await record.flush()
-            engine.hub.publish(session, state_changed(record, engine.settings_of(record)))
+            changed = {_SETTING_FIELDS[kind] for kind, _ in entries if kind in _SETTING_FIELDS}
+            engine.hub.publish(session, state_changed(record, engine.settings_of(record), changed))
         return result
 
 

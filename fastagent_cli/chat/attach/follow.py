@@ -17,7 +17,7 @@ from typing import Protocol
 
 from fastagent_cli.chat.attach.link import RETRY_PAUSE_S, Link, decide
 from fastagent_cli.chat.attach.transcript import Transcript
-from fastagent_cli.control import Session, SessionEvent, SessionEventsClosed, SessionState
+from fastagent_cli.control import Session, SessionEvent, SessionEventsClosed, SessionState, pending_labels
 from fastagent_cli.errors import ControlRequestError, FastagentError
 
 __all__ = ["HEALTHY_S", "AttachEnded", "Follower", "Screen"]
@@ -189,7 +189,7 @@ class Follower:
             self._connected_at = self.clock()
             self.state = state
             self.screen.show_state(state)
-            self.screen.show_pending(state.pending.steering, state.pending.follow_up)
+            self.screen.show_pending(*state.pending.labels())
             if state.status == "running":
                 await self.screen.enter_run()
             else:
@@ -211,7 +211,7 @@ class Follower:
             self.runs_started += 1
             await self.screen.enter_run()
         elif kind == "queue_changed":
-            self.screen.show_pending(tuple(data.get("steering", ())), tuple(data.get("followUp", ())))
+            self.screen.show_pending(*pending_labels(data))
             return
         elif kind == "state_changed":
             self.screen.show_change(dict(data))

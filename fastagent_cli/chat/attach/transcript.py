@@ -217,7 +217,7 @@ class Transcript:
             self._tool_started(data)
         elif kind == "tool_finished":
             self._tool_finished(data)
-        elif kind == "retry_scheduled":
+        elif kind in ("retry_scheduled", "model_retry_scheduled"):
             self.sink.retrying(
                 Retrying(
                     _int(data.get("attempt")),

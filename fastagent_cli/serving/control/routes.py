@@ -15,6 +15,10 @@
                                              ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
 
+Beside them, on the same hub, token and event fan-out: the TypeScript original 0.18's set
+(``/control/state|entries|events?session=`` and ``POST /control/dispatch``,
+:mod:`.dispatch_routes`). ``capabilities`` names both in ``routes: ["sessions", "dispatch"]``.
+
 Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
 ``{"ok": false, "error": {"code", "message", "retryable"}}``. Bodies are capped at 1 MiB
 (``413 body too large (limit 1 MiB — images count base64-inflated)``); a body that is not JSON is
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 from aiohttp import web
 
@@ -45,38 +48,23 @@ from fastagent_cli.control import (
 from fastagent_cli.control.wire import MALFORMED
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
 from fastagent_cli.serving.control.detached import DetachedRuns
+from fastagent_cli.serving.control.dispatch_routes import dispatch_routes
 from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
+from fastagent_cli.serving.control.replies import BODY_TOO_LARGE, json_response, read_json
 from fastagent_cli.serving.invoke_http import parse_invoke_body
 from fastagent_cli.serving.sse import SSE_HEADERS, stream_events
 
-__all__ = ["BODY_TOO_LARGE", "control_routes"]
+__all__ = ["BODY_TOO_LARGE", "ROUTE_SETS", "control_routes"]
 
-BODY_TOO_LARGE = f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images count base64-inflated)\n"
+ROUTE_SETS = ("sessions", "dispatch")
+"""The route sets this plane serves, as ``capabilities.routes`` names them."""
+
 FORK_USAGE = "expected { from: string, at: string }\n"
 DETACH_TYPE = '"detach" must be a boolean\n'
 IMAGES_REFUSED = (
     "images are not supported by /control/invoke (text only); send them with a steer or follow_up action\n"
 )
-
-
-def json_response(value: Any, status: int = 200) -> web.Response:
-    body = json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
-    return web.Response(text=body, status=status, content_type="application/json")
-
-
-async def _read_json(request: web.BaseRequest) -> Any | web.Response:
-    raw = await read_body_capped(request, MAX_BODY_BYTES)
-    if raw is None:
-        refused = text_response(BODY_TOO_LARGE, 413)
-        refused.force_close()
-        return refused
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return text_response("invalid JSON\n", 400)
 
 
 def control_routes(
@@ -89,7 +77,7 @@ def control_routes(
     fanout = EventFanout(sessions, epoch)
 
     async def capabilities(request: web.BaseRequest, _: str) -> web.StreamResponse:
-        return json_response((await control.capabilities()).to_json())
+        return json_response({**(await control.capabilities()).to_json(), "routes": list(ROUTE_SETS)})
 
     async def commands(request: web.BaseRequest, _: str) -> web.StreamResponse:
         return json_response([c.to_json() for c in await control.commands()])
@@ -104,7 +92,7 @@ def control_routes(
         return json_response([s.to_json() for s in found])
 
     async def fork(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        body = await _read_json(request)
+        body = await read_json(request)
         if isinstance(body, web.Response):
             return body
         source = body.get("from") if isinstance(body, dict) else None
@@ -117,7 +105,7 @@ def control_routes(
         return json_response((await sessions.get(session).state()).to_json())
 
     async def update(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        body = await _read_json(request)
+        body = await read_json(request)
         if isinstance(body, web.Response):
             return body
         patch = parse_update(body)
@@ -138,7 +126,7 @@ def control_routes(
         return await fanout.respond(request, session)
 
     async def actions(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        body = await _read_json(request)
+        body = await read_json(request)
         if isinstance(body, web.Response):
             return body
         action = parse_action(body)
@@ -157,6 +145,7 @@ def control_routes(
         PlaneRoute("GET", ("sessions", SESSION, "entries"), entries),
         PlaneRoute("GET", ("sessions", SESSION, "events"), events),
         PlaneRoute("POST", ("sessions", SESSION, "actions"), actions),
+        *dispatch_routes(control, fanout),
     ]
     if agent is not None:
         runs = detached if detached is not None else DetachedRuns()

@@ -100,6 +100,20 @@ function open(id) {
   $("input").focus();
 }
 
+// The texts of a queue to show: a server that sends only counts gets a placeholder per prompt.
+function texts(shown, count) {
+  const out = Array.isArray(shown) ? [...shown] : [];
+  while (out.length < (count || 0)) out.push("(queued prompt)");
+  return out;
+}
+
+function queued(pending = {}) {
+  return {
+    steering: texts(pending.steeringTexts, pending.steering),
+    followUp: texts(pending.followUpTexts, pending.followUp),
+  };
+}
+
 function current() {
   return page.model;
 }
@@ -118,7 +132,7 @@ function chrome() {
   $("send").title = running ? "Send now: the run reads it before its next step (Enter)" : "Send (Enter)";
   $("queue").hidden = !running;
   $("stop").hidden = !running;
-  const pending = model.state.pending || { steering: [], followUp: [] };
+  const pending = queued(model.state.pending);
   const chips = [
     ...pending.steering.map((text) => ["steer", "Steering", text]),
     ...pending.followUp.map((text) => ["follow-up", "Queued", text]),

@@ -11,6 +11,8 @@ import { api, openEvents, Unauthorized } from "./api.js";
 
 const PING_LIMIT_MS = 95_000; // three missed 30 s pings
 const RETRY_MS = [250, 500, 1000, 2000, 4000];
+// state.pending on the wire: counts, with the texts beside them (docs/control-plane.md).
+const EMPTY_QUEUES = Object.freeze({ steering: 0, followUp: 0, steeringTexts: [], followUpTexts: [] });
 
 export class SessionModel {
   constructor(id, { onChange, onConnection, onUnauthorized, onSettled, onStateChanged }) {
@@ -18,7 +20,7 @@ export class SessionModel {
     this.entries = new Map();
     this.leaf = null;
     this.last = null; // the newest entry id seen, in append order (the entries(since=) cursor)
-    this.state = { status: "idle", pending: { steering: [], followUp: [] } };
+    this.state = { status: "idle", pending: EMPTY_QUEUES };
     this.live = emptyLive();
     this.notice = null; // {kind: "error" | "info", text}
     this.connection = "connecting";
@@ -169,7 +171,7 @@ export class SessionModel {
   }
 
   applyState(state) {
-    this.state = { pending: { steering: [], followUp: [] }, ...state };
+    this.state = { pending: EMPTY_QUEUES, ...state };
     if (state.leafEntryId) {
       this.leaf = state.leafEntryId;
       this.exists = true;
@@ -236,9 +238,10 @@ export class SessionModel {
         break;
       }
       case "queue_changed":
-        this.state.pending = { steering: data.steering || [], followUp: data.followUp || [] };
+        this.state.pending = data;
         break;
       case "retry_scheduled":
+      case "model_retry_scheduled":
         live.notice = `Retrying in ${Math.round((data.delayMs || 0) / 100) / 10} s (attempt ${data.attempt} of ${data.maxAttempts}): ${data.error}`;
         break;
       case "compaction_started":
@@ -253,11 +256,10 @@ export class SessionModel {
         this.sync();
         break;
       case "state_changed":
-        Object.assign(this.state, {
-          name: data.name,
-          model: data.model,
-          thinkingLevel: data.thinkingLevel,
-        });
+        // Only the fields that changed are sent: the others keep their values.
+        for (const key of ["name", "model", "thinkingLevel"]) {
+          if (key in data) this.state[key] = data[key] ?? undefined;
+        }
         if (data.leafEntryId && data.leafEntryId !== this.leaf) this.leaf = data.leafEntryId;
         this.exists = true;
         this.hooks.onStateChanged();
@@ -266,7 +268,7 @@ export class SessionModel {
       case "run_settled":
         this.state.status = "idle";
         this.state.activeRunId = undefined;
-        this.state.pending = { steering: [], followUp: [] };
+        this.state.pending = EMPTY_QUEUES;
         if (data.status === "failed") {
           this.notice = { kind: "error", text: (data.error && data.error.message) || "The run failed." };
         } else if (data.status === "aborted") {

@@ -17,8 +17,10 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
-// A tool's result content (an array of {type: "text", text} blocks, or anything) as text.
+// A tool's result content (an array of {type: "text", text} blocks, {content: blocks, details} as a
+// tool_finished event carries them, or anything) as text.
 function resultText(content) {
+  if (content && !Array.isArray(content) && Array.isArray(content.content)) content = content.content;
   if (Array.isArray(content)) {
     return content.map((block) => (block && block.type === "text" ? block.text : pretty(block))).join("\n");
   }
