@@ -21,7 +21,13 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget, chunk_text
+from fastagent_cli.channels.feishu.api import (
+    FeishuApi,
+    FeishuApiError,
+    FeishuTarget,
+    chunk_text,
+    streaming_closed,
+)
 from fastagent_cli.channels.feishu.card import (
     ANSWER_ELEMENT,
     CARD_MARKDOWN_MAX_BYTES,
@@ -76,15 +82,13 @@ async def mount_preview(api: FeishuApi, target: FeishuTarget, initial: str, labe
         card_id = await api.create_card(streaming_card(initial))
         sent = await api.deliver(target, "interactive", card_entity_content(card_id))
         if not sent.get("message_id"):
-            raise FeishuApiError(api.kind, "mount card", 200, 0, "the answer carried no message_id")
+            raise api.error("mount card", 200, "the answer carried no message_id")
         return Mounted(str(sent["message_id"]), card_id, sent.get("thread_id"))
     except FeishuApiError as exc:
         log.warning("%s streaming card unavailable, the preview is a static text message: %s", label, exc)
         sent = await api.deliver(target, "text", json.dumps({"text": initial}, ensure_ascii=False))
         if not sent.get("message_id"):
-            raise FeishuApiError(
-                api.kind, "sendMessage", 200, 0, "the answer carried no message_id"
-            ) from None
+            raise api.error("sendMessage", 200, "the answer carried no message_id") from None
         return Mounted(str(sent["message_id"]), None, sent.get("thread_id"))
 
 
@@ -161,7 +165,7 @@ class _Card:
                 self.last_answer = answer
                 await self.api.update_element(preview.card_id, ANSWER_ELEMENT, answer, preview.next())
         except FeishuApiError as exc:
-            if not exc.streaming_closed:
+            if not streaming_closed(exc):
                 raise
             self.frozen = True
             log.warning(

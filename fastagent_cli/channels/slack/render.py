@@ -50,6 +50,7 @@ from fastagent_cli.channels.slack.api import (
     SlackTarget,
     chunk_markdown,
     chunk_text,
+    native_unavailable,
     sanitize_markdown,
 )
 from fastagent_cli.contract import (
@@ -274,9 +275,9 @@ class _Native:
             await self.writer
         if self.error is not None:
             error = self.error
-            if self.stream_ts is None and isinstance(error, SlackApiError) and error.native_unavailable:
+            if self.stream_ts is None and isinstance(error, SlackApiError) and native_unavailable(error):
                 log.warning(
-                    "[slack] native streaming is unavailable (%s): sending one Markdown reply", error.error
+                    "[slack] native streaming is unavailable (%s): sending one Markdown reply", error.code
                 )
                 text = sanitize_markdown(self.answer.strip()) or NO_REPLY
                 await self.api.send_markdown(

@@ -105,7 +105,7 @@ class _Reply:
         self.sent_placeholder = True
         self.message_id = await self.api.send_message(self.target, text, html=False)
         if self.message_id is None:
-            raise TelegramApiError(
+            raise self.api.error(
                 "sendMessage", 200, "the answer had no message_id: no live preview for this turn"
             )
         if self.on_preview is not None:
