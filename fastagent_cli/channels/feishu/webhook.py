@@ -13,6 +13,7 @@ from aiohttp import web
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
 from fastagent_cli.channels.feishu.runtime import FeishuRuntime
 from fastagent_cli.channels.kit.journal import StateWriteError
+from fastagent_cli.channels.kit.routes import timestamp_fresh
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
 
 __all__ = ["FeishuWebhook"]
@@ -51,8 +52,10 @@ class FeishuWebhook:
             signature = request.headers.get("x-lark-signature", "")
             timestamp = request.headers.get("x-lark-request-timestamp", "")
             nonce = request.headers.get("x-lark-request-nonce", "")
-            if signature and not verify_signature(self.key, timestamp, nonce, signature, raw):
-                log.warning("%s rejected an event with an invalid X-Lark-Signature", self.label)
+            if signature and not (
+                timestamp_fresh(timestamp) and verify_signature(self.key, timestamp, nonce, signature, raw)
+            ):
+                log.warning("%s rejected an event with an invalid or stale X-Lark-Signature", self.label)
                 return text_response("invalid signature\n", 401)
             try:
                 envelope = json.loads(decrypt_event(self.key, outer["encrypt"]))

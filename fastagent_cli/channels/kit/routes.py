@@ -5,15 +5,26 @@ before it serves (load its state, replay unfinished turns, look itself up on the
 after (stop its background turns). :class:`ChannelRoutes` is that dict with two optional
 coroutines the host awaits: :meth:`~ChannelRoutes.start` once, before listening (a failure there is
 a fatal channel error, like a broken file), and :meth:`~ChannelRoutes.aclose` on shutdown.
+
+The checks every webhook shares live here too: a presented secret compared in constant time
+(:func:`secret_matches`) and a signed request's timestamp within :data:`MAX_SIGNATURE_AGE_S` of now
+(:func:`timestamp_fresh`: a replayed capture is refused).
 """
 
 from __future__ import annotations
 
 import hmac
+import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["ChannelRoutes", "secret_matches"]
+__all__ = ["MAX_SIGNATURE_AGE_S", "ChannelRoutes", "secret_matches", "timestamp_fresh"]
+
+MAX_SIGNATURE_AGE_S = 5 * 60
+"""How far a signed request's timestamp may be from now (Slack's and Feishu/Lark's window)."""
+
+_TIMESTAMP = re.compile(r"^\d{1,12}$")
 
 
 class ChannelRoutes(dict[str, Any]):
@@ -42,3 +53,12 @@ def secret_matches(given: str | None, expected: str) -> bool:
     if given is None:
         return False
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
+
+
+def timestamp_fresh(timestamp: str | None, now: float | None = None) -> bool:
+    """Is ``timestamp`` (Unix seconds, as a platform's header sends it) within
+    :data:`MAX_SIGNATURE_AGE_S` of ``now``? A missing or malformed one is not."""
+    if not timestamp or not _TIMESTAMP.match(timestamp):
+        return False
+    current = time.time() if now is None else now
+    return abs(int(current) - int(timestamp)) <= MAX_SIGNATURE_AGE_S
