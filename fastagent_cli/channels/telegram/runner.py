@@ -1,35 +1,39 @@
 """Running the Telegram turns the webhook accepted: one :class:`TurnRunner` per mounted channel.
 
 A turn is a persisted intent (:data:`TurnRecord`: the session, the chat and thread to answer in,
-the message to quote, the prompt, the photos and files to load). Run in FIFO order per session:
+the message to quote, the prompt, the photos and files to load), run in FIFO order per session on
+the kit's lifecycle (:func:`~fastagent_cli.channels.kit.lifecycle.run_durable_turn`: the start
+counted, a turn started three times dropped and its asker told, the intent kept only by an
+interrupted run):
 
 1. the ``⏳ Queued`` notice a turn got while its session was busy becomes its preview message (so
-   does the message a replayed turn had started, remembered in its record);
-2. the start is counted (:meth:`~fastagent_cli.channels.kit.turn_store.TurnStore.start_attempt`):
-   a turn started three times without finishing is dropped and its asker told to ask again;
-3. the group discussion buffered since the last answer is folded in, attachments are loaded (a
+   does the message a replayed turn had started, remembered in its record); a deferred start
+   deletes it;
+2. the group discussion buffered since the last answer is folded in, attachments are loaded (a
    failure is a visible failed turn), and the Agent runs with the busy-wait;
-4. on ``completed`` the intent is removed, then the folded discussion committed; on a failure the
-   intent is removed too (the user was told); only an interrupted run keeps it, for the replay.
+3. on ``completed`` the intent is removed, then the folded discussion committed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
 from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
-from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, QueuedNotices
+from fastagent_cli.channels.kit.lifecycle import (
+    DROPPED_NOTICE,
+    QUEUED_NOTICE,
+    QueuedNotices,
+    run_durable_turn,
+)
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.channels.telegram.preview import TurnFailedError, TurnStoppedError, stream_reply
+from fastagent_cli.channels.telegram.preview import stream_reply
 from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
 from fastagent_cli.errors import one_line
 
@@ -101,59 +105,37 @@ class TurnRunner:
         await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
-        turn_id, session = record["id"], record["session"]
+        turn_id = record["id"]
         notice = self.notices.take(turn_id)
         preview_id = await notice if notice is not None else record.get("preview")
         if notice is not None and preview_id is not None:
             self.turns.note(turn_id, preview=preview_id)
-        decision = await self.turns.start_attempt(turn_id)
-        if decision == "exceeded":
-            await self._tell_dropped(record, preview_id)
-            return
-        if decision == "defer":
+
+        async def defer() -> None:
             if preview_id is not None:
                 with contextlib.suppress(TelegramApiError):
                     await self.api.delete_message(record["chat"], preview_id)
-            return
-        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
-        log.info("[telegram] turn start: turn=%s session=%s %s", turn_id, session, where)
-        started = time.monotonic()
-        interrupted = False
-        try:
-            fold = self.buffers.peek(record["place"])
+
+        async def execute() -> None:
             await stream_reply(
-                self._events(record, fold),
+                self._events(record, self.buffers.peek(record["place"])),
                 self.api,
                 target_of(record),
                 self.format_error,
                 preview_id,
                 on_preview=lambda message_id: self.turns.note(turn_id, preview=message_id),
             )
-            log.info("[telegram] turn done: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
-        except asyncio.CancelledError:
-            interrupted = True
-            log.warning(
-                "[telegram] turn interrupted: turn=%s session=%s (it replays on the next start)",
-                turn_id,
-                session,
-            )
-            raise
-        except TurnStoppedError:
-            log.info("[telegram] turn stopped: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
-        except (TurnFailedError, TelegramApiError) as exc:
-            log.error(
-                "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc
-            )
-        except Exception as exc:
-            log.exception(
-                "[telegram] turn failed: turn=%s session=%s: %s",
-                turn_id,
-                session,
-                one_line(f"{type(exc).__name__}: {exc}", 500),
-            )
-        finally:
-            if not interrupted:
-                await self.turns.remove(turn_id)
+
+        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
+        await run_durable_turn(
+            self.turns,
+            record,
+            label="[telegram]",
+            where=where,
+            execute=execute,
+            on_exceeded=lambda: self._tell_dropped(record, preview_id),
+            on_defer=defer,
+        )
 
     async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
         buffered = collect_buffered(fold.consumed, record["images"], record["files"])
@@ -193,7 +175,3 @@ class TurnRunner:
                 record["session"],
                 exc,
             )
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
