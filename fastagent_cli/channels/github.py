@@ -35,7 +35,6 @@ import asyncio
 import hashlib
 import hmac
 import inspect
-import json
 import logging
 import os
 import time
@@ -50,7 +49,7 @@ from fastagent_cli.channels.kit.routes import ChannelRoutes
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.contract import AgentFailure, Prompt, Scope, collect
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serving.body import read_body_capped, text_response
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
 __all__ = [
     "GITHUB_SECRET_ENV",
@@ -150,11 +149,9 @@ class _Mounted:
         return ChannelRoutes({ROUTE: self.handle}, close=self.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_WEBHOOK_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
+        raw = await read_post_body(request, MAX_WEBHOOK_BYTES)
+        if isinstance(raw, web.Response):
+            return raw
         signature = request.headers.get("x-hub-signature-256", "")
         if not hmac.compare_digest(
             signature.encode("latin-1", "replace"), sign_payload(self.secret, raw).encode()
@@ -169,12 +166,9 @@ class _Mounted:
             if "payload" not in fields:
                 return text_response("missing form payload\n", 400)
             body = fields["payload"][0].encode("utf-8")
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(payload, dict):
-            return text_response("invalid json\n", 400)
+        payload = json_object_or_400(body)
+        if isinstance(payload, web.Response):
+            return payload
         action = payload.get("action")
         event = GithubEvent(
             name,

@@ -14,7 +14,7 @@ from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, se
 from fastagent_cli.channels.feishu.runtime import FeishuRuntime
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.routes import timestamp_fresh
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
 __all__ = ["FeishuWebhook"]
 
@@ -30,17 +30,12 @@ class FeishuWebhook:
         self.prefix = runtime.cloud.env_prefix
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
-        try:
-            outer = json.loads(raw)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(outer, dict):
-            return text_response("invalid json\n", 400)
+        raw = await read_post_body(request)
+        if isinstance(raw, web.Response):
+            return raw
+        outer = json_object_or_400(raw)
+        if isinstance(outer, web.Response):
+            return outer
         if isinstance(outer.get("encrypt"), str):
             if not self.key:
                 log.error(

@@ -6,7 +6,6 @@ one-time welcome, or nothing — made durable before the ``200``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +37,7 @@ from fastagent_cli.channels.slack.parse import (
 from fastagent_cli.channels.slack.runtime import SlackRuntime
 from fastagent_cli.channels.slack.verify import verify_slack_signature
 from fastagent_cli.errors import one_line
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
 __all__ = ["ROUTE", "SlackIntake"]
 
@@ -56,23 +55,18 @@ class SlackIntake(SlackRuntime):
     # --- the webhook ----------------------------------------------------------------------------
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
+        raw = await read_post_body(request)
+        if isinstance(raw, web.Response):
+            return raw
         headers = request.headers
         if not verify_slack_signature(
             self.secret, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature"), raw
         ):
             log.warning("[slack] rejected an event with an invalid or stale X-Slack-Signature")
             return text_response("invalid signature\n", 401)
-        try:
-            envelope = json.loads(raw)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(envelope, dict):
-            return text_response("invalid json\n", 400)
+        envelope = json_object_or_400(raw)
+        if isinstance(envelope, web.Response):
+            return envelope
         if envelope.get("type") == "url_verification" and isinstance(envelope.get("challenge"), str):
             return web.json_response({"challenge": envelope["challenge"]})
         if envelope.get("type") != "event_callback":

@@ -35,7 +35,6 @@ and run by another, once.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -79,7 +78,7 @@ from fastagent_cli.channels.telegram.parse import (
 from fastagent_cli.channels.telegram.runner import TurnRunner, is_turn, turn_order
 from fastagent_cli.channels.telegram.webhook import register_telegram_webhook
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import json_object_or_400, read_body_or_413, refuse_method, text_response
 from fastagent_cli.state.channel_state import channel_home
 
 __all__ = [
@@ -254,19 +253,17 @@ class _Bot:
     # --- the webhook ----------------------------------------------------------------------------
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
+        refused = refuse_method(request)
+        if refused is not None:
+            return refused
         if not secret_matches(request.headers.get("x-telegram-bot-api-secret-token"), self.secret):
             return text_response("invalid secret token\n", 401)
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
-        try:
-            update = json.loads(raw)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(update, dict):
-            return text_response("invalid json\n", 400)
+        raw = await read_body_or_413(request)
+        if isinstance(raw, web.Response):
+            return raw
+        update = json_object_or_400(raw)
+        if isinstance(update, web.Response):
+            return update
         try:
             await asyncio.shield(self._accept(update))
         except StateWriteError as exc:
