@@ -33,8 +33,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastagent_cli.channels.feishu.cloud import FEISHU, LARK, Cloud
-from fastagent_cli.channels.feishu.runtime import GROUP_CONTEXT_SCOPE, FeishuRuntime
-from fastagent_cli.channels.feishu.webhook import FeishuWebhook
+from fastagent_cli.channels.feishu.ingress import FeishuIngress
+from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.feishu.runtime import GROUP_CONTEXT_SCOPE
 from fastagent_cli.channels.kit.home import state_root_of
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.routes import ChannelRoutes
@@ -98,12 +99,11 @@ class FeishuChannel(_Base):
                 "Events & Callbacks)"
             )
         self.state_root = state_root_of(ctx)
-        runtime = FeishuRuntime(self.cloud, self.options, ctx, app_id, secret)
-        webhook = FeishuWebhook(runtime, token, self._setting("ENCRYPT_KEY") or None)
-        return ChannelRoutes({f"/{self.kind}": webhook.handle}, start=runtime.start, close=runtime.aclose)
+        intake = FeishuIntake(self.cloud, self.options, ctx, app_id, secret)
+        return FeishuIngress(intake, token, self._setting("ENCRYPT_KEY") or None).routes()
 
     async def register_webhook(self, public_url: str) -> str:
-        from fastagent_cli.channels.feishu.onboard import register_request_url
+        from fastagent_cli.channels.feishu.register import register_request_url
 
         return await register_request_url(
             self.cloud,
@@ -125,9 +125,9 @@ class FeishuWebSocketChannel(_Base):
         from fastagent_cli.channels.feishu.ws import connect_long_connection
 
         app_id, secret = self._credentials(f"{self.kind}_websocket_channel")
-        runtime = FeishuRuntime(self.cloud, self.options, ctx, app_id, secret)
+        intake = FeishuIntake(self.cloud, self.options, ctx, app_id, secret)
         base = self.cloud.resolve_api_base(self.options.get("api_base_url"))
-        return connect_long_connection(self.cloud.label, base, app_id, secret, runtime, stop)
+        return connect_long_connection(self.cloud.label, base, app_id, secret, intake, stop)
 
 
 def feishu_channel(

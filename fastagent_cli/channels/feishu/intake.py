@@ -10,8 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
-from fastagent_cli.channels.feishu.owned import OwnedThreads
+from fastagent_cli.channels.feishu.api import FeishuApiError, FeishuTarget
 from fastagent_cli.channels.feishu.parse import (
     FeishuRoute,
     decode_content,
@@ -19,13 +18,9 @@ from fastagent_cli.channels.feishu.parse import (
     feishu_envelope,
     sender_id,
 )
-from fastagent_cli.channels.kit.context_buffer import ContextBuffer
-from fastagent_cli.channels.kit.participants import ThreadParticipants
-from fastagent_cli.channels.kit.runtime import BackgroundTasks
-from fastagent_cli.channels.kit.seen import SeenRing
+from fastagent_cli.channels.feishu.runtime import FeishuRuntime
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
-from fastagent_cli.channels.kit.turn_queue import TurnQueue
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.errors import one_line
 
 __all__ = ["FeishuIntake"]
@@ -33,24 +28,8 @@ __all__ = ["FeishuIntake"]
 log = logging.getLogger("fastagent.channel")
 
 
-class FeishuIntake:
-    """The acceptance boundary of one mounted channel (its stores are set up by the runtime)."""
-
-    label: str
-    kind: str
-    route: Any
-    modes: dict[str, str]
-    control: Any
-    api: FeishuApi
-    turns: TurnStore
-    buffers: ContextBuffer
-    seen: SeenRing
-    participants: ThreadParticipants
-    owned: OwnedThreads
-    queue: TurnQueue[TurnRecord]
-    bot_open_id: str | None
-    seq: int
-    tasks: BackgroundTasks
+class FeishuIntake(FeishuRuntime):
+    """The acceptance boundary of one mounted channel (its state and runner are the runtime's)."""
 
     def _decide(self, event: Mapping[str, Any]) -> FeishuRoute | None:
         try:

@@ -8,7 +8,7 @@ the reply chain above it (up to :data:`MAX_CHAIN_ANCESTORS` messages sharing one
 a truncation line when the walk stops early); images become vision inputs and files are saved under
 ``<state root>/channels/<kind>/files/<chat>/``. A new thread session starts from its room's
 history (``Scope.parent_session``, with the quoted ids as branch hints). The answer streams as a
-card (:mod:`~fastagent_cli.channels.feishu.preview`).
+card (:mod:`~fastagent_cli.channels.feishu.deliver`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
+from fastagent_cli.channels.feishu.deliver import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.feishu.parse import decode_content
-from fastagent_cli.channels.feishu.preview import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
 from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (

@@ -1,7 +1,7 @@
 """The runtime of one mounted Feishu/Lark channel: its state stores, its turn runner and queue, and
 the lifecycle around them (open the stores, learn the bot identity, recover unfinished turns, close).
 
-Acceptance of pushed events lives in :class:`~fastagent_cli.channels.feishu.intake.FeishuIntake`.
+Acceptance of pushed events is :class:`~fastagent_cli.channels.feishu.intake.FeishuIntake`, built on it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
 from fastagent_cli.channels.feishu.cloud import Cloud
-from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.feishu.deliver import Mounted
 from fastagent_cli.channels.feishu.owned import OwnedThreads
 from fastagent_cli.channels.feishu.parse import buffer_line
-from fastagent_cli.channels.feishu.preview import Mounted
 from fastagent_cli.channels.feishu.runner import FeishuRunner, is_turn
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.document import StateDocument
@@ -43,8 +42,8 @@ GROUP_CONTEXT_SCOPE = "im:message.group_msg"
 BOT_INFO_WAIT_S = 2.0
 
 
-class FeishuRuntime(FeishuIntake):
-    """The acceptance boundary and the turn engine of one mounted Feishu/Lark channel."""
+class FeishuRuntime:
+    """The state, the turn engine and their lifecycle of one mounted Feishu/Lark channel."""
 
     def __init__(self, cloud: Cloud, options: dict[str, Any], ctx: Any, app_id: str, app_secret: str) -> None:
         self.cloud = cloud

@@ -10,9 +10,8 @@ posted. Success is the body's own ``ok: true``; every failure is a
 :class:`~fastagent_cli.errors.ChannelApiError` (``SlackApiError`` here) naming the method, with
 Slack's ``error`` as its ``code`` (and the scope it ``needed`` in its words).
 
-Output is standard Markdown (``markdown_text``), at most :data:`MAX_MARKDOWN` characters a call
-(Slack takes 12 000): :func:`chunk_markdown` splits longer text at paragraph or line boundaries and
-keeps code fences balanced across parts. Link unfurls are off. Private files download with the bot
+Output is standard Markdown (``markdown_text``), cut into parts by
+:mod:`~fastagent_cli.channels.slack.markdown`. Link unfurls are off. Private files download with the bot
 token, from HTTPS Slack hosts only (``slack.com``, ``slack-files.com``, ``slack-edge.com`` and
 their subdomains, or the configured API origin), following at most :data:`MAX_REDIRECTS`
 redirects, capped at :data:`MAX_DOWNLOAD_BYTES` and :data:`DOWNLOAD_TIMEOUT_S`.
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,21 +29,18 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from fastagent_cli.channels.kit.api import Answer, PlatformClient, json_object
+from fastagent_cli.channels.slack.markdown import chunk_markdown
 from fastagent_cli.errors import ChannelApiError
 
 __all__ = [
     "API_BASE_ENV",
     "DEFAULT_API_BASE",
     "MAX_DOWNLOAD_BYTES",
-    "MAX_MARKDOWN",
     "SlackApi",
     "SlackApiError",
     "SlackTarget",
-    "chunk_markdown",
-    "chunk_text",
     "native_unavailable",
     "resolve_api_base",
-    "sanitize_markdown",
 ]
 
 DEFAULT_API_BASE = "https://slack.com/api"
@@ -54,7 +49,6 @@ API_TIMEOUT_S = 30.0
 DOWNLOAD_TIMEOUT_S = 120.0
 MAX_REDIRECTS = 3
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-MAX_MARKDOWN = 10_000
 _NATIVE_UNAVAILABLE = {
     "channel_type_not_supported",
     "messages_tab_disabled",
@@ -66,7 +60,6 @@ _NATIVE_UNAVAILABLE = {
 }
 _READS = {"auth.test", "files.info"}
 _SLACK_HOSTS = ("slack.com", "slack-files.com", "slack-edge.com")
-_CONTROL = re.compile(r"<[@!][^<>]*>")
 
 TokenSource = Callable[[], Awaitable[str]]
 
@@ -97,58 +90,6 @@ class SlackTarget:
     @property
     def is_dm(self) -> bool:
         return self.channel_id.startswith("D")
-
-
-def sanitize_markdown(text: str) -> str:
-    """Neutralise Slack's notification controls (``<!channel>``, ``<@U1>``...): the model's answer
-    never pings anyone; deliberate mentions belong to ``slack_send``."""
-    return _CONTROL.sub(lambda m: "&lt;" + m.group(0)[1:], text)
-
-
-def chunk_text(text: str, limit: int = MAX_MARKDOWN) -> list[str]:
-    """Parts of at most ``limit`` code points, cut at a paragraph, else a line, else anywhere."""
-    if len(text) <= limit:
-        return [text]
-    parts: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = window.rfind("\n\n")
-        cut = cut + 2 if cut > 0 else window.rfind("\n") + 1
-        if cut <= 0:
-            cut = limit
-        parts.append(rest[:cut])
-        rest = rest[cut:]
-    if rest:
-        parts.append(rest)
-    return parts
-
-
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
-
-
-def chunk_markdown(markdown: str, limit: int = MAX_MARKDOWN) -> list[str]:
-    """Markdown parts of at most ``limit`` code points; a code fence open at a cut is closed there
-    and reopened (same info string) at the start of the next part."""
-    if len(markdown) <= limit:
-        return [markdown]
-    out: list[str] = []
-    fence: tuple[str, str] | None = None
-    for raw in chunk_text(markdown, limit - 140):
-        entering = fence
-        for line in raw.split("\n"):
-            found = _FENCE.match(line)
-            if not found or len(found.group(1)) > 64:
-                continue
-            marker = found.group(1)
-            if fence is None:
-                fence = (marker, marker + found.group(2)[:64])
-            elif marker[0] == fence[0][0] and len(marker) >= len(fence[0]):
-                fence = None
-        prefix = f"{entering[1]}\n" if entering else ""
-        suffix = f"\n{fence[0]}" if fence else ""
-        out.append(prefix + raw + suffix)
-    return out
 
 
 class SlackApi(PlatformClient):

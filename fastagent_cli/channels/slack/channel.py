@@ -39,6 +39,7 @@ from typing import Any
 from fastagent_cli.channels.kit.home import state_root_of
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.slack.ingress import SlackIngress
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.runtime import DEFAULT_WELCOME, KIND
 from fastagent_cli.errors import ServeError
@@ -83,10 +84,10 @@ class SlackChannel:
                 "(Basic Information -> App Credentials)"
             )
         self.state_root = state_root_of(ctx)
-        return SlackIntake(self, ctx, bot_token, secret).routes()
+        return SlackIngress(SlackIntake(self, ctx, bot_token, secret)).routes()
 
     async def register_webhook(self, public_url: str) -> str:
-        from fastagent_cli.channels.slack.onboard import register_request_url
+        from fastagent_cli.channels.slack.register import register_request_url
 
         return await register_request_url(public_url, self._state_root_for_registration(), self.options)
 

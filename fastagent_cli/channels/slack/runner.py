@@ -2,7 +2,7 @@
 kit.lifecycle`'s): a queued turn gets a ``⏳ Queued`` notice (or, in a DM, a queued Agent status);
 at dequeue the discussion buffered in its place is folded in, its files resolved (``files.info``
 now: only ids were persisted), the triggering message gets 👀, the Agent runs with the busy-wait,
-and the answer is rendered (:mod:`~fastagent_cli.channels.slack.render`). On ``completed`` the
+and the answer is rendered (:mod:`~fastagent_cli.channels.slack.deliver`). On ``completed`` the
 intent is removed and the fold committed; 👀 becomes ✅.
 
 Files: an image becomes a vision input; any other file is saved as
@@ -41,7 +41,7 @@ from fastagent_cli.channels.kit.lifecycle import (
 )
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
-from fastagent_cli.channels.slack.render import render_reply, settle_notice
+from fastagent_cli.channels.slack.deliver import render_reply, settle_notice
 from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
 from fastagent_cli.errors import one_line
 

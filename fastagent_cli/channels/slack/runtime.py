@@ -110,7 +110,7 @@ class SlackRuntime:
             rendering=o.get("rendering", "native"),
             disclaimer=o.get("ai_disclaimer"),
             reactions=reactions,
-            ready=self._authenticated,
+            ready=self.authenticated,
         )
         self.queue = session_queue(self.runner, "[slack]")
         self.team: str | None = None
@@ -148,7 +148,8 @@ class SlackRuntime:
         log.info("[slack] authenticated%s", f" for workspace {self.team}" if self.team else "")
         return True
 
-    async def _authenticated(self) -> bool:
+    async def authenticated(self) -> bool:
+        """Does the bot token work (``auth.test``, asked again after a minute when it failed)?"""
         auth = self.auth
         if auth is None:
             return False

@@ -32,8 +32,8 @@ from fastagent_cli.channels.kit.lifecycle import (
 )
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
+from fastagent_cli.channels.telegram.deliver import stream_reply
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.channels.telegram.preview import stream_reply
 from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
 from fastagent_cli.errors import one_line
 

@@ -1,5 +1,5 @@
 """The Feishu/Lark webhook ingress: ``POST /<kind>`` checks (O3-O5, in the order
-:mod:`~fastagent_cli.channels.feishu.channel` documents), then the runtime's acceptance."""
+:mod:`~fastagent_cli.channels.feishu.channel` documents), then the intake's acceptance."""
 
 from __future__ import annotations
 
@@ -11,23 +11,29 @@ from typing import Any
 from aiohttp import web
 
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
-from fastagent_cli.channels.feishu.runtime import FeishuRuntime
+from fastagent_cli.channels.feishu.intake import FeishuIntake
 from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.channels.kit.routes import timestamp_fresh
+from fastagent_cli.channels.kit.routes import ChannelRoutes, timestamp_fresh
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
-__all__ = ["FeishuWebhook"]
+__all__ = ["FeishuIngress"]
 
 log = logging.getLogger("fastagent.channel")
 
 
-class FeishuWebhook:
-    def __init__(self, runtime: FeishuRuntime, token: str, encrypt_key: str | None) -> None:
-        self.runtime = runtime
+class FeishuIngress:
+    """The webhook of one mounted channel, in front of its :class:`FeishuIntake`."""
+
+    def __init__(self, intake: FeishuIntake, token: str, encrypt_key: str | None) -> None:
+        self.intake = intake
         self.token = token
         self.key = encrypt_key
-        self.label = runtime.label
-        self.prefix = runtime.cloud.env_prefix
+        self.label = intake.label
+        self.prefix = intake.cloud.env_prefix
+
+    def routes(self) -> ChannelRoutes:
+        route = f"/{self.intake.kind}"
+        return ChannelRoutes({route: self.handle}, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = await read_post_body(request)
@@ -81,7 +87,7 @@ class FeishuWebhook:
         if header.get("event_type") != "im.message.receive_v1":
             return web.Response(status=200)
         try:
-            await asyncio.shield(self.runtime.accept(envelope.get("event") or {}))
+            await asyncio.shield(self.intake.accept(envelope.get("event") or {}))
         except StateWriteError as exc:
             log.error(
                 "%s could not persist event %s, so it will be pushed again: %s",
