@@ -18,23 +18,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
-from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
 from fastagent_cli.channels.kit.lifecycle import (
     DROPPED_NOTICE,
     QUEUED_NOTICE,
-    QueuedNotices,
     run_durable_turn,
 )
+from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.deliver import stream_reply
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
+from fastagent_cli.contract import AgentEvent, Failed
 from fastagent_cli.errors import one_line
 
 __all__ = ["DROPPED_NOTICE", "HTML_HINT", "QUEUED_NOTICE", "TurnRunner", "is_turn", "turn_order"]
@@ -72,7 +71,7 @@ def target_of(record: TurnRecord) -> Target:
     return Target(record["chat"], record.get("thread"), record.get("reply_to"))
 
 
-class TurnRunner:
+class TurnRunner(ChannelRunner[BotApi, "int | None"]):
     def __init__(
         self,
         agent: Any,
@@ -80,29 +79,16 @@ class TurnRunner:
         turns: TurnStore,
         buffers: ContextBuffer,
         files: Path,
-        format_error: Callable[[ChannelFailure], str | None],
+        format_error: FormatError,
     ) -> None:
-        self.agent = agent
-        self.api = api
-        self.turns = turns
-        self.buffers = buffers
-        self.files = files
-        self.format_error = format_error
-        self.notices: QueuedNotices[int | None] = QueuedNotices()
+        super().__init__(agent, api, turns, buffers, files, format_error, label="[telegram]")
 
-    def queued(self, record: TurnRecord) -> None:
-        """The turn waits behind another of its session: tell the asker now."""
-        self.notices.post(record["id"], self._notice(record))
-
-    async def _notice(self, record: TurnRecord) -> int | None:
+    async def notice(self, record: TurnRecord) -> int | None:
         try:
             return await self.api.send_message(target_of(record), QUEUED_NOTICE, html=False)
         except TelegramApiError as exc:
             log.warning("[telegram] the queue notice failed (the turn still runs): %s", exc)
             return None
-
-    async def aclose(self) -> None:
-        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
         turn_id = record["id"]
@@ -147,20 +133,8 @@ class TurnRunner:
         except (TelegramApiError, OSError) as exc:
             yield Failed(f"could not load an attachment: {one_line(str(exc), 300)}", True)
             return
-        text = record["text"]
-        if fold.text:
-            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
-        prompt = Prompt(text + attachments.suffix + HTML_HINT, attachments.images)
-
-        async def completed() -> None:
-            # The turn is in the session now: the intent first (a crash after it does not replay),
-            # then the folded discussion (a crash before it only folds it once more).
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        async for event in stream_turn(
-            self.agent, Scope(record["session"]), prompt, label="[telegram]", on_completed=completed
-        ):
+        prompt = folded(record["text"], fold) + attachments.suffix + HTML_HINT
+        async for event in self.answer(record, fold, prompt, attachments.images):
             yield event
 
     async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:
