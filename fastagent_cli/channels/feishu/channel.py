@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from fastagent_cli.channels.feishu.cloud import FEISHU, LARK, Cloud
 from fastagent_cli.channels.feishu.ingress import FeishuIngress
@@ -57,8 +57,12 @@ OnError = Callable[[ChannelFailure], "str | None"]
 _MODES = ("threaded", "continuous")
 
 
-def _options(**options: Any) -> dict[str, Any]:
-    """The checked options of a factory (each factory passes ``**locals()``: exactly its keywords)."""
+def _options(factory: str, allowed: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The checked options of a factory (a keyword it does not take is a ``TypeError``, as for any
+    function)."""
+    unknown = sorted(set(options) - set(allowed.__optional_keys__))
+    if unknown:
+        raise TypeError(f"{factory}() got an unexpected keyword argument {unknown[0]!r}")
     for name in ("direct_message_session", "group_message_session"):
         if options.get(name) is not None and options[name] not in _MODES:
             raise ServeError(f'{name} must be "threaded" or "continuous", not {options[name]!r}')
@@ -130,61 +134,40 @@ class FeishuWebSocketChannel(_Base):
         return connect_long_connection(self.cloud.label, base, app_id, secret, intake, stop)
 
 
-def feishu_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    verification_token: str | None = None,
-    encrypt_key: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuChannel:
+class _Options(TypedDict, total=False):
+    """The options every Feishu/Lark factory takes (see the module doc)."""
+
+    app_id: str | None
+    app_secret: str | None
+    route: Route | None
+    on_error: OnError | None
+    api_base_url: str | None
+    direct_message_session: str | None
+    group_message_session: str | None
+
+
+class _WebhookOptions(_Options, total=False):
+    """The webhook form's options: the two webhook secrets too."""
+
+    verification_token: str | None
+    encrypt_key: str | None
+
+
+def feishu_channel(**options: Unpack[_WebhookOptions]) -> FeishuChannel:
     """Feishu over a webhook (``POST /feishu``); ``FEISHU_*`` from the environment when mounted."""
-    return FeishuChannel(FEISHU, _options(**locals()))
+    return FeishuChannel(FEISHU, _options("feishu_channel", _WebhookOptions, dict(options)))
 
 
-def lark_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    verification_token: str | None = None,
-    encrypt_key: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuChannel:
+def lark_channel(**options: Unpack[_WebhookOptions]) -> FeishuChannel:
     """Lark over a webhook (``POST /lark``); ``LARK_*`` from the environment when mounted."""
-    return FeishuChannel(LARK, _options(**locals()))
+    return FeishuChannel(LARK, _options("lark_channel", _WebhookOptions, dict(options)))
 
 
-def feishu_websocket_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuWebSocketChannel:
+def feishu_websocket_channel(**options: Unpack[_Options]) -> FeishuWebSocketChannel:
     """Feishu over the WebSocket long connection (only ``FEISHU_APP_ID`` / ``FEISHU_APP_SECRET``)."""
-    return FeishuWebSocketChannel(FEISHU, _options(**locals()))
+    return FeishuWebSocketChannel(FEISHU, _options("feishu_websocket_channel", _Options, dict(options)))
 
 
-def lark_websocket_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuWebSocketChannel:
+def lark_websocket_channel(**options: Unpack[_Options]) -> FeishuWebSocketChannel:
     """Lark over the WebSocket long connection (only ``LARK_APP_ID`` / ``LARK_APP_SECRET``)."""
-    return FeishuWebSocketChannel(LARK, _options(**locals()))
+    return FeishuWebSocketChannel(LARK, _options("lark_websocket_channel", _Options, dict(options)))

@@ -22,13 +22,13 @@ Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ChannelApiError, one_line
 
 __all__ = [
@@ -64,11 +64,7 @@ class QueuedNotices(Generic[T]):
         return self._tasks.pop(turn_id, None)
 
     async def aclose(self) -> None:
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_all(self._tasks.values())
 
 
 class TurnFailed(Exception):

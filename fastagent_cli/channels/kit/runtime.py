@@ -11,13 +11,13 @@ Stop: :func:`close_runtime` drains the queue and the runner, cancels the backgro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ServeError
 
 __all__ = [
@@ -63,12 +63,7 @@ class BackgroundTasks:
         return task
 
     async def cancel(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_all(self._tasks)
 
 
 async def open_stores(kind: str, stores: Iterable[_Opens]) -> None:

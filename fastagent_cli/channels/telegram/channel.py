@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.routes import ChannelRoutes
@@ -59,27 +60,17 @@ Route = Callable[[Mapping[str, Any]], Any]
 OnError = Callable[[ChannelFailure], "str | None"]
 
 
+@dataclass(kw_only=True)
 class TelegramChannel:
     """``channel(ctx)`` mounts ``/telegram``; ``register_webhook(url)`` calls ``setWebhook``."""
 
-    kind = KIND
-
-    def __init__(
-        self,
-        *,
-        secret_token: str | None = None,
-        bot_token: str | None = None,
-        route: Route | None = None,
-        on_error: OnError | None = None,
-        bot_username: str | None = None,
-        api_base_url: str | None = None,
-    ) -> None:
-        self.secret_token = secret_token
-        self.bot_token = bot_token
-        self.route = route
-        self.on_error = on_error
-        self.bot_username = bot_username
-        self.api_base_url = api_base_url
+    kind: ClassVar[str] = KIND
+    secret_token: str | None = None
+    bot_token: str | None = None
+    route: Route | None = None
+    on_error: OnError | None = None
+    bot_username: str | None = None
+    api_base_url: str | None = None
 
     def _tokens(self) -> tuple[str, str]:
         secret = self.secret_token if self.secret_token is not None else os.environ.get(SECRET_TOKEN_ENV, "")
@@ -121,11 +112,4 @@ def telegram_channel(
     where to answer (default :func:`~fastagent_cli.channels.telegram.parse.default_telegram_route`);
     ``on_error(failure)`` is the text a user reads when a turn fails (``""``: say nothing);
     ``api_base_url`` (or ``TELEGRAM_API_BASE_URL``) points at another Bot API server."""
-    return TelegramChannel(
-        secret_token=secret_token,
-        bot_token=bot_token,
-        route=route,
-        on_error=on_error,
-        bot_username=bot_username,
-        api_base_url=api_base_url,
-    )
+    return TelegramChannel(**locals())
