@@ -229,28 +229,21 @@ class FeishuApi(PlatformClient):
     async def download(self, message_id: str, key: str, kind: str) -> tuple[bytes, str]:
         token = await self.tenant_token()
         url = f"{self.base}/open-apis/im/v1/messages/{quote(message_id)}/resources/{quote(key)}?type={kind}"
-        try:
-            async with (
-                asyncio.timeout(DOWNLOAD_TIMEOUT_S),
-                self._client.stream("GET", url, headers={"authorization": f"Bearer {token}"}) as response,
-            ):
-                if response.status_code != 200:
-                    data = json_object(await response.aread())
-                    raise self.error(
-                        "downloadResource",
-                        response.status_code,
-                        str(data.get("msg") or "the resource was refused"),
-                        int(data.get("code") or 0),
-                    )
-                too_large = "the resource is too large (max 20 MB)"
-                raw = await self.read_capped(response, "downloadResource", MAX_DOWNLOAD_BYTES, too_large)
-                return raw, response.headers.get("content-type", "")
-        except TimeoutError:
-            raise self.error(
-                "downloadResource", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise self.error("downloadResource", 0, f"{type(exc).__name__}: {exc}") from None
+        async with (
+            self.downloading("downloadResource", DOWNLOAD_TIMEOUT_S),
+            self._client.stream("GET", url, headers={"authorization": f"Bearer {token}"}) as response,
+        ):
+            if response.status_code != 200:
+                data = json_object(await response.aread())
+                raise self.error(
+                    "downloadResource",
+                    response.status_code,
+                    str(data.get("msg") or "the resource was refused"),
+                    int(data.get("code") or 0),
+                )
+            too_large = "the resource is too large (max 20 MB)"
+            raw = await self.read_capped(response, "downloadResource", MAX_DOWNLOAD_BYTES, too_large)
+            return raw, response.headers.get("content-type", "")
 
     # --- cards ----------------------------------------------------------------------------------
 

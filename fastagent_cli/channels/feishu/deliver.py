@@ -40,15 +40,13 @@ from fastagent_cli.channels.feishu.card import (
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
     THINKING_PLACEHOLDER,
     PreviewPump,
     TurnView,
     apply_event,
-    compose,
+    progress,
     revealed_answer,
     thinking_line,
-    tool_lines,
 )
 from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
 
@@ -139,9 +137,7 @@ class _Card:
         log.warning("%s live preview failed (the final answer is still sent): %s", self.label, error)
 
     def process(self) -> str:
-        text = compose(
-            thinking_line(self.view, 280), tool_lines(self.view), RETRY_NOTICE if self.view.retrying else ""
-        )
+        text = progress(self.view, thinking_line(self.view, 280))
         if text:
             return text if len(text) <= PROCESS_MAX else "…\n" + text[-(PROCESS_MAX - 2) :].split("\n", 1)[-1]
         return THINKING_PLACEHOLDER if not revealed_answer(self.view, STREAM_THROTTLE_S).strip() else ""

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -12,8 +11,7 @@ from aiohttp import web
 
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
 from fastagent_cli.channels.feishu.intake import FeishuIntake
-from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.channels.kit.routes import ChannelRoutes, timestamp_fresh
+from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable, timestamp_fresh
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
 __all__ = ["FeishuIngress"]
@@ -86,14 +84,10 @@ class FeishuIngress:
             return web.json_response({"challenge": envelope["challenge"]})
         if header.get("event_type") != "im.message.receive_v1":
             return web.Response(status=200)
-        try:
-            await asyncio.shield(self.intake.accept(envelope.get("event") or {}))
-        except StateWriteError as exc:
-            log.error(
-                "%s could not persist event %s, so it will be pushed again: %s",
-                self.label,
-                header.get("event_id"),
-                exc,
-            )
-            return text_response("cannot persist the event\n", 500)
-        return web.Response(status=200)
+        return await acknowledge_when_durable(
+            self.intake.accept(envelope.get("event") or {}),
+            label=self.label,
+            what="event",
+            delivery=header.get("event_id"),
+            again="it will be pushed again",
+        )

@@ -17,16 +17,18 @@ rest, the same for every platform:
 * every failure is a :class:`~fastagent_cli.errors.ChannelApiError` naming the platform and the
   call, with the credentials scrubbed from its words (:meth:`PlatformClient.scrub`).
 
-Downloads share :meth:`PlatformClient.read_capped`: the bytes of a streamed answer, at most a cap,
-counted as they arrive.
+Downloads share :meth:`PlatformClient.downloading` (one time limit, failures as errors) and
+:meth:`PlatformClient.read_capped`: the bytes of a streamed answer, at most a cap, counted as they
+arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +203,17 @@ class PlatformClient:
         await self._sleep(delay)
 
     # --- downloads ----------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def downloading(self, call: str, within: float) -> AsyncIterator[None]:
+        """A download's time limit (``within``, end to end) and its transport failures, as errors."""
+        try:
+            async with asyncio.timeout(within):
+                yield
+        except TimeoutError:
+            raise self.error(call, 0, f"no complete answer within {within:g} s") from None
+        except httpx.TransportError as exc:
+            raise self.error(call, 0, self.describe(exc)) from None
 
     async def read_capped(
         self, response: httpx.Response, call: str, max_bytes: int, too_large: str, status: int = 200

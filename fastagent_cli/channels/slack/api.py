@@ -277,34 +277,25 @@ class SlackApi(PlatformClient):
         if int(info.get("size") or 0) > max_bytes:
             raise self.error("file download", 0, f"file {file_id} is too large (max {max_bytes >> 20} MB)")
         current = self._trusted(url)
-        try:
-            async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
-                for _ in range(MAX_REDIRECTS + 1):
-                    token = await self._token()
-                    headers = {"authorization": f"Bearer {token}"}
-                    async with self._client.stream("GET", current, headers=headers) as response:
-                        if response.status_code in (301, 302, 303, 307, 308):
-                            location = response.headers.get("location")
-                            if not location:
-                                raise self.error(
-                                    "file download", response.status_code, "a redirect without Location"
-                                )
-                            current = self._trusted(urljoin(current, location))
-                            continue
-                        if response.status_code != 200:
+        async with self.downloading("file download", DOWNLOAD_TIMEOUT_S):
+            for _ in range(MAX_REDIRECTS + 1):
+                token = await self._token()
+                headers = {"authorization": f"Bearer {token}"}
+                async with self._client.stream("GET", current, headers=headers) as response:
+                    if response.status_code in (301, 302, 303, 307, 308):
+                        location = response.headers.get("location")
+                        if not location:
                             raise self.error(
-                                "file download", response.status_code, "the file bytes were refused"
+                                "file download", response.status_code, "a redirect without Location"
                             )
-                        too_large = f"file {file_id} is too large (max {max_bytes >> 20} MB)"
-                        data = await self.read_capped(response, "file download", max_bytes, too_large, 0)
-                        return data, response.headers.get("content-type", "")
-                raise self.error("file download", 0, f"more than {MAX_REDIRECTS} redirects")
-        except TimeoutError:
-            raise self.error(
-                "file download", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise self.error("file download", 0, self.describe(exc)) from None
+                        current = self._trusted(urljoin(current, location))
+                        continue
+                    if response.status_code != 200:
+                        raise self.error("file download", response.status_code, "the file bytes were refused")
+                    too_large = f"file {file_id} is too large (max {max_bytes >> 20} MB)"
+                    data = await self.read_capped(response, "file download", max_bytes, too_large, 0)
+                    return data, response.headers.get("content-type", "")
+            raise self.error("file download", 0, f"more than {MAX_REDIRECTS} redirects")
 
 
 def _constant(token: str) -> TokenSource:

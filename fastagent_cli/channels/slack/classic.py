@@ -16,14 +16,12 @@ from collections.abc import AsyncIterator, Callable
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
     THINKING_PLACEHOLDER,
     PreviewPump,
     TurnView,
     apply_event,
-    compose,
+    progress,
     revealed_answer,
-    tool_lines,
 )
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
 from fastagent_cli.channels.slack.markdown import (
@@ -33,13 +31,7 @@ from fastagent_cli.channels.slack.markdown import (
     sanitize_markdown,
     with_footer,
 )
-from fastagent_cli.contract import (
-    ABORTED_CODE,
-    AgentEvent,
-    Completed,
-    Failed,
-    Text,
-)
+from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed, Text
 
 __all__ = ["CLASSIC_UPDATE_INTERVAL_S", "ENDED_EARLY", "ClassicReply"]
 
@@ -77,9 +69,7 @@ class ClassicReply:
 
     def render(self) -> str:
         answer = sanitize_markdown(revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S))
-        text = compose(
-            THINKING_PLACEHOLDER, tool_lines(self.view), RETRY_NOTICE if self.view.retrying else "", answer
-        )
+        text = progress(self.view, THINKING_PLACEHOLDER, answer)
         return chunk_text(text, MAX_MARKDOWN)[0]
 
     async def flush(self) -> None:

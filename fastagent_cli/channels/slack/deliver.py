@@ -28,10 +28,7 @@ from typing import Any
 
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
-from fastagent_cli.channels.kit.preview import (
-    humanize_tool_name,
-    summarize_tool_args,
-)
+from fastagent_cli.channels.kit.preview import humanize_tool_name, summarize_tool_args
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget, native_unavailable
 from fastagent_cli.channels.slack.classic import CLASSIC_UPDATE_INTERVAL_S, ENDED_EARLY, ClassicReply
 from fastagent_cli.channels.slack.markdown import (

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.verify import verify_slack_signature
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
@@ -64,13 +62,10 @@ class SlackIngress:
                 envelope.get("event_id"),
             )
             return text_response("slack authentication unavailable\n", 503)
-        try:
-            await asyncio.shield(self.intake.accept(envelope))
-        except StateWriteError as exc:
-            log.error(
-                "[slack] could not persist event %s, so Slack will deliver it again: %s",
-                envelope.get("event_id"),
-                exc,
-            )
-            return text_response("cannot persist the event\n", 500)
-        return web.Response(status=200)
+        return await acknowledge_when_durable(
+            self.intake.accept(envelope),
+            label="[slack]",
+            what="event",
+            delivery=envelope.get("event_id"),
+            again="Slack will deliver it again",
+        )

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fastagent_cli.channels.kit.invoke import truncate
+from fastagent_cli.channels.kit.routes import decide_route
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
 from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.slack.api import SlackApiError, SlackTarget
@@ -29,7 +30,6 @@ from fastagent_cli.channels.slack.parse import (
     team_id_of,
 )
 from fastagent_cli.channels.slack.runtime import SlackRuntime
-from fastagent_cli.errors import one_line
 
 __all__ = ["SlackIntake"]
 
@@ -126,23 +126,19 @@ class SlackIntake(SlackRuntime):
             self.participants.merge(self._thread_key(team, channel, thread), humans=[user], agent_spoke=True)
 
     def _decide(self, envelope: Mapping[str, Any]) -> SlackRoute | None:
-        try:
-            if self.route is None:
-                return default_slack_route(envelope)
-            decided = self.route(envelope)
-        except Exception as exc:
-            log.error(
-                "[slack] route(envelope) raised, so the event is dropped: %s",
-                one_line(f"{type(exc).__name__}: {exc}", 500),
-            )
-            return None
-        if decided is None or isinstance(decided, SlackRoute):
-            return decided
-        if isinstance(decided, Mapping):
-            fields = ("session", "channel_id", "thread_ts", "text")
-            return SlackRoute(**{k: decided.get(k) for k in fields}, top_level=bool(decided.get("top_level")))
-        log.error("[slack] route(envelope) returned %r: return a SlackRoute, a dict or None", decided)
-        return None
+        return decide_route(
+            self.route,
+            lambda: default_slack_route(envelope),
+            envelope,
+            SlackRoute,
+            lambda d: SlackRoute(
+                **{k: d.get(k) for k in ("session", "channel_id", "thread_ts", "text")},
+                top_level=bool(d.get("top_level")),
+            ),
+            label="[slack]",
+            argument="envelope",
+            dropped="the event",
+        )
 
     async def _stop(self, session: str, target: SlackTarget) -> None:
         feedback = await dispatch_stop(self.control, session, "[slack]")

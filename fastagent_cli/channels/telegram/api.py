@@ -225,20 +225,16 @@ class BotApi(PlatformClient):
             raise self.error("getFile", 200, f"the file is too large (max {_size(max_bytes)})")
         url = f"{self.base}/file/bot{self.token}/{remote}"
         too_large = f"the file is too large (max {_size(max_bytes)})"
-        try:
-            async with asyncio.timeout(DOWNLOAD_TIMEOUT_S), self._client.stream("GET", url) as response:
-                if response.status_code != 200:
-                    description = json_object(await response.aread()).get("description")
-                    raise self.error(
-                        "file download", response.status_code, str(description or response.reason_phrase)
-                    )
-                data = await self.read_capped(response, "file download", max_bytes, too_large)
-        except TimeoutError:
-            raise self.error(
-                "file download", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise self.error("file download", 0, self.describe(exc)) from None
+        async with (
+            self.downloading("file download", DOWNLOAD_TIMEOUT_S),
+            self._client.stream("GET", url) as response,
+        ):
+            if response.status_code != 200:
+                description = json_object(await response.aread()).get("description")
+                raise self.error(
+                    "file download", response.status_code, str(description or response.reason_phrase)
+                )
+            data = await self.read_capped(response, "file download", max_bytes, too_large)
         return data, remote
 
 

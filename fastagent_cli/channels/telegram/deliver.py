@@ -23,15 +23,13 @@ from collections.abc import AsyncIterator, Callable
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
     THINKING_PLACEHOLDER,
     PreviewPump,
     TurnView,
     apply_event,
-    compose,
+    progress,
     revealed_answer,
     thinking_line,
-    tool_lines,
 )
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.html import MAX_MESSAGE, telegram_html, utf16_len
@@ -74,12 +72,7 @@ class _Reply:
         answer = revealed_answer(self.view, EDIT_THROTTLE_S)
         if len(answer) > MAX_MESSAGE - 200:
             answer = "…" + answer[-(MAX_MESSAGE - 200) :]
-        text = compose(
-            thinking_line(self.view, THINKING_TAIL),
-            tool_lines(self.view),
-            RETRY_NOTICE if self.view.retrying else "",
-            answer,
-        )
+        text = progress(self.view, thinking_line(self.view, THINKING_TAIL), answer)
         return (text or THINKING_PLACEHOLDER)[:MAX_MESSAGE]
 
     async def flush(self) -> None:

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.channels.kit.routes import ChannelRoutes, secret_matches
+from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable, secret_matches
 from fastagent_cli.channels.telegram.intake import TelegramIntake
 from fastagent_cli.serving.body import json_object_or_400, read_body_or_413, refuse_method, text_response
 
@@ -42,13 +40,10 @@ class TelegramIngress:
         update = json_object_or_400(raw)
         if isinstance(update, web.Response):
             return update
-        try:
-            await asyncio.shield(self.intake.accept(update))
-        except StateWriteError as exc:
-            log.error(
-                "[telegram] could not persist update %s, so Telegram will deliver it again: %s",
-                update.get("update_id"),
-                exc,
-            )
-            return text_response("cannot persist the update\n", 500)
-        return web.Response(status=200)
+        return await acknowledge_when_durable(
+            self.intake.accept(update),
+            label="[telegram]",
+            what="update",
+            delivery=update.get("update_id"),
+            again="Telegram will deliver it again",
+        )

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import BufferEntry
+from fastagent_cli.channels.kit.routes import decide_route
 from fastagent_cli.channels.kit.stop import dispatch_stop
 from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.telegram.api import Target, TelegramApiError
@@ -33,7 +34,6 @@ from fastagent_cli.channels.telegram.parse import (
     thread_of,
 )
 from fastagent_cli.channels.telegram.runtime import TelegramRuntime
-from fastagent_cli.errors import one_line
 
 __all__ = ["TelegramIntake", "buffer_entry", "reply_target", "turn_record"]
 
@@ -131,23 +131,16 @@ class TelegramIntake(TelegramRuntime):
             self.queue.accept(record)
 
     def _decide(self, update: Mapping[str, Any]) -> TelegramRoute | None:
-        try:
-            if self.route is None:
-                return default_telegram_route(update, bot_username=self.bot_username, bot_id=self.bot_id)
-            decided = self.route(update)
-        except Exception as exc:
-            log.error(
-                "[telegram] route(update) raised, so update %s is dropped: %s",
-                update.get("update_id"),
-                _describe(exc),
-            )
-            return None
-        if decided is None or isinstance(decided, TelegramRoute):
-            return decided
-        if isinstance(decided, Mapping):
-            return TelegramRoute(**{k: decided.get(k) for k in ("session", "chat_id", "thread_id", "text")})
-        log.error("[telegram] route(update) returned %r: return a TelegramRoute, a dict or None", decided)
-        return None
+        return decide_route(
+            self.route,
+            lambda: default_telegram_route(update, bot_username=self.bot_username, bot_id=self.bot_id),
+            update,
+            TelegramRoute,
+            lambda d: TelegramRoute(**{k: d.get(k) for k in ("session", "chat_id", "thread_id", "text")}),
+            label="[telegram]",
+            argument="update",
+            dropped=f"update {update.get('update_id')}",
+        )
 
     async def _stop(self, message: Mapping[str, Any], route: TelegramRoute | None, session: str) -> None:
         feedback = await dispatch_stop(self.control, session, "[telegram]")
@@ -155,7 +148,3 @@ class TelegramIntake(TelegramRuntime):
             await self.api.send_message(reply_target(message, route), feedback, html=False)
         except TelegramApiError as exc:
             log.warning("[telegram] could not answer /stop: %s", exc)
-
-
-def _describe(exc: BaseException) -> str:
-    return one_line(f"{type(exc).__name__}: {exc}", 500)

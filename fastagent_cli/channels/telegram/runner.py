@@ -23,11 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
-from fastagent_cli.channels.kit.lifecycle import (
-    DROPPED_NOTICE,
-    QUEUED_NOTICE,
-    run_durable_turn,
-)
+from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, run_durable_turn
 from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
