@@ -22,14 +22,7 @@ from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import default_error_message
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.participants import ThreadParticipants
-from fastagent_cli.channels.kit.runtime import (
-    BackgroundTasks,
-    close_runtime,
-    last_seq,
-    open_stores,
-    recover_turns,
-    session_queue,
-)
+from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.state.channel_state import channel_home
@@ -42,7 +35,7 @@ GROUP_CONTEXT_SCOPE = "im:message.group_msg"
 BOT_INFO_WAIT_S = 2.0
 
 
-class FeishuRuntime:
+class FeishuRuntime(ChannelRuntime):
     """The state, the turn engine and their lifecycle of one mounted Feishu/Lark channel."""
 
     def __init__(self, cloud: Cloud, options: dict[str, Any], ctx: Any, app_id: str, app_secret: str) -> None:
@@ -71,27 +64,26 @@ class FeishuRuntime:
             label=self.label,
             check=lambda v: isinstance(v, dict) and isinstance(v.get("appId"), str),
         )
-        self.runner = FeishuRunner(
-            ctx.agent,
-            self.api,
-            self.turns,
-            self.buffers,
-            channel_home(state_root_of(ctx), cloud.kind) / "files",
-            options.get("on_error") or default_error_message,
-            label=self.label,
-            on_answered=self._answered,
+        self.run_on(
+            FeishuRunner(
+                ctx.agent,
+                self.api,
+                self.turns,
+                self.buffers,
+                channel_home(state_root_of(ctx), cloud.kind) / "files",
+                options.get("on_error") or default_error_message,
+                label=self.label,
+                on_answered=self._answered,
+            )
         )
-        self.queue = session_queue(self.runner, self.label)
         self.bot_open_id: str | None = None
-        self.seq = 0
-        self.tasks = BackgroundTasks()
 
     @property
     def stores(self) -> tuple[Any, ...]:
         return (self.turns, self.buffers, self.seen, self.participants, self.owned, self.bot)
 
     async def start(self) -> None:
-        await open_stores(self.kind, self.stores)
+        await self.open_state()
         cached = self.bot.value
         if (
             isinstance(cached, dict)
@@ -102,9 +94,7 @@ class FeishuRuntime:
         lookup = self.tasks.spawn(self._identity())
         self.tasks.spawn(self._visibility())
         await asyncio.wait({lookup}, timeout=BOT_INFO_WAIT_S)
-        pending = recover_turns(self.turns, self.label)
-        self.seq = last_seq(pending)
-        for record in pending:
+        for record in self.recover():
             self.queue.accept(record)
 
     async def _identity(self) -> None:
@@ -152,9 +142,6 @@ class FeishuRuntime:
                 self.label,
                 GROUP_CONTEXT_SCOPE,
             )
-
-    async def aclose(self) -> None:
-        await close_runtime(self.queue, self.runner, self.tasks, (*self.stores, self.store, self.api))
 
     def _answered(self, record: TurnRecord, preview: Mounted | None) -> None:
         self.owned.answered_in(record["chat"], record["session"])

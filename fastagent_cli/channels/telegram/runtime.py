@@ -16,13 +16,7 @@ from typing import Any, Protocol
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
-from fastagent_cli.channels.kit.runtime import (
-    BackgroundTasks,
-    close_runtime,
-    open_stores,
-    recover_turns,
-    session_queue,
-)
+from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
@@ -55,8 +49,11 @@ class TelegramOptions(Protocol):
     api_base_url: str | None
 
 
-class TelegramRuntime:
+class TelegramRuntime(ChannelRuntime):
     """One mounted Telegram channel: its state, its runner and queue, and their start and stop."""
+
+    kind = KIND
+    label = "[telegram]"
 
     def __init__(self, options: TelegramOptions, ctx: Any, token: str) -> None:
         self.control = getattr(ctx, "control", None)
@@ -70,22 +67,19 @@ class TelegramRuntime:
         self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
-        self.runner = TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error)
-        self.queue = session_queue(self.runner, "[telegram]")
+        self.run_on(TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error))
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
-        self.tasks = BackgroundTasks()
         if self.bot_id is None:
             log.warning("[telegram] the bot token has no numeric bot id: reply-to-bot summons wait for getMe")
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await open_stores(KIND, (self.turns, self.buffers, self.seen))
+        await self.open_state()
         self._lookup = self.tasks.spawn(self._get_me())
         await asyncio.wait({self._lookup}, timeout=GET_ME_WAIT_S)
-        pending = recover_turns(self.turns, "[telegram]")
-        for record in pending:
+        for record in self.recover():
             # The seen ring is written in the background: a kill can lose the id of a turn the
             # journal kept. Marking it again here stops a redelivery after the replay from
             # running the turn a second time.
@@ -120,6 +114,6 @@ class TelegramRuntime:
         if me.get("can_read_all_group_messages") is False:
             log.warning("%s", PRIVACY_WARNING)
 
-    async def aclose(self) -> None:
-        closables = (self.turns, self.buffers, self.seen, self.store, self.api)
-        await close_runtime(self.queue, self.runner, self.tasks, closables)
+    @property
+    def stores(self) -> tuple[Any, ...]:
+        return (self.turns, self.buffers, self.seen)
