@@ -69,7 +69,7 @@ class ChannelRunner(Generic[ApiT, NoticeT]):
     async def aclose(self) -> None:
         await self.notices.aclose()
 
-    async def answer(
+    def answer(
         self,
         record: TurnRecord,
         fold: Fold,
@@ -84,7 +84,6 @@ class ChannelRunner(Generic[ApiT, NoticeT]):
             await self.buffers.commit_consumed(record["place"], fold.consumed)
 
         prompt = Prompt(prompt_text, tuple(images))
-        async for event in stream_turn(
+        return stream_turn(
             self.agent, scope or Scope(record["session"]), prompt, label=self.label, on_completed=completed
-        ):
-            yield event
+        )
