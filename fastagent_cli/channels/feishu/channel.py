@@ -29,7 +29,6 @@ top-level ask ``<kind>:<message_id>`` answered with ``reply_in_thread``, continu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, Unpack
 
 from fastagent_cli.channels.feishu.cloud import FEISHU, LARK, Cloud
@@ -37,8 +36,8 @@ from fastagent_cli.channels.feishu.ingress import FeishuIngress
 from fastagent_cli.channels.feishu.intake import FeishuIntake
 from fastagent_cli.channels.feishu.runtime import GROUP_CONTEXT_SCOPE
 from fastagent_cli.channels.kit.home import state_root_of
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.routes import ChannelRoutes, Route
 from fastagent_cli.errors import ServeError
 
 __all__ = [
@@ -52,8 +51,6 @@ __all__ = [
 ]
 
 
-Route = Callable[[Mapping[str, Any]], Any]
-OnError = Callable[[ChannelFailure], "str | None"]
 _MODES = ("threaded", "continuous")
 
 

@@ -30,6 +30,7 @@ from fastagent_cli.serving.body import text_response
 __all__ = [
     "MAX_SIGNATURE_AGE_S",
     "ChannelRoutes",
+    "Route",
     "acknowledge_when_durable",
     "decide_route",
     "secret_matches",
@@ -39,6 +40,9 @@ __all__ = [
 log = logging.getLogger("fastagent.channel")
 
 R = TypeVar("R")
+
+Route = Callable[[Mapping[str, Any]], Any]
+"""A channel's ``route(payload)``: the platform's route type, a dict of its fields, or ``None``."""
 
 MAX_SIGNATURE_AGE_S = 5 * 60
 """How far a signed request's timestamp may be from now (Slack's and Feishu/Lark's window)."""

@@ -12,12 +12,12 @@ crash before it only folds the discussion once more).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
-from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
+from fastagent_cli.channels.kit.invoke import OnError, stream_turn
 from fastagent_cli.channels.kit.lifecycle import QueuedNotices
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.contract import AgentEvent, ImageRef, Prompt, Scope
@@ -27,7 +27,7 @@ __all__ = ["ChannelRunner", "FormatError", "folded"]
 ApiT = TypeVar("ApiT")
 NoticeT = TypeVar("NoticeT")
 
-FormatError = Callable[[ChannelFailure], "str | None"]
+FormatError = OnError
 
 
 def folded(text: str, fold: Fold) -> str:

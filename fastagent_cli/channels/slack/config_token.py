@@ -5,6 +5,7 @@ slack/onboarding.json``, 0600) holding the configuration token pair, the token r
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "SlackConfigError",
     "config_call",
     "current_config_token",
+    "update_manifest",
     "open_onboarding",
 ]
 
@@ -129,3 +131,10 @@ async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
     )
     await onboarding.save(state)
     return str(state["configToken"])
+
+
+async def update_manifest(api_base: str, app_id: str, manifest: dict[str, Any], token: str) -> None:
+    """``apps.manifest.update``: the app's whole manifest replaced by ``manifest``."""
+    await config_call(
+        api_base, "apps.manifest.update", {"app_id": app_id, "manifest": json.dumps(manifest)}, token
+    )

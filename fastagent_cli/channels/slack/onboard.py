@@ -48,6 +48,7 @@ from fastagent_cli.channels.slack.config_token import (
     config_call,
     current_config_token,
     open_onboarding,
+    update_manifest,
 )
 from fastagent_cli.channels.slack.manifest import bot_scopes, build_manifest
 from fastagent_cli.channels.slack.setup_server import SetupServer
@@ -215,12 +216,7 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
                 )
             io.say(f"Resuming Slack app {state['appId']}…")
             try:
-                await config_call(
-                    api_base,
-                    "apps.manifest.update",
-                    {"app_id": state["appId"], "manifest": json.dumps(manifest)},
-                    token,
-                )
+                await update_manifest(api_base, state["appId"], manifest, token)
             except SlackConfigError as exc:
                 raise ConfigError(str(exc)) from None
         if state.get("signingSecret"):

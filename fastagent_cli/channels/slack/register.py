@@ -7,7 +7,6 @@ URL is printed for the console instead. The outcome says which (``registered``, 
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ from fastagent_cli.channels.kit.health import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_
 from fastagent_cli.channels.slack.api import resolve_api_base
 from fastagent_cli.channels.slack.config_token import (
     SlackConfigError,
-    config_call,
     current_config_token,
     open_onboarding,
+    update_manifest,
 )
 from fastagent_cli.channels.slack.manifest import build_manifest
 
@@ -48,12 +47,7 @@ async def register_request_url(public_url: str, state_root: Path | None, options
         try:
             token = await current_config_token(onboarding, api_base)
             manifest = build_manifest(state["appName"], state["groupBehavior"], request_url=request_url)
-            await config_call(
-                api_base,
-                "apps.manifest.update",
-                {"app_id": state["appId"], "manifest": json.dumps(manifest)},
-                token,
-            )
+            await update_manifest(api_base, state["appId"], manifest, token)
         except SlackConfigError as exc:
             hint = (
                 " (run `fastagent add slack --replace-config`)"

@@ -35,12 +35,11 @@ and run by another, once.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.routes import ChannelRoutes, Route
 from fastagent_cli.channels.telegram.api import BOT_TOKEN_ENV, SECRET_TOKEN_ENV
 from fastagent_cli.channels.telegram.ingress import TelegramIngress
 from fastagent_cli.channels.telegram.intake import TelegramIntake
@@ -54,10 +53,6 @@ __all__ = [
     "TelegramChannel",
     "telegram_channel",
 ]
-
-Route = Callable[[Mapping[str, Any]], Any]
-"""``route(update) -> TelegramRoute | dict | None``."""
-OnError = Callable[[ChannelFailure], "str | None"]
 
 
 @dataclass(kw_only=True)

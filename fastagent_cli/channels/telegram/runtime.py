@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
-from fastagent_cli.channels.kit.invoke import ChannelFailure, default_error_message
+from fastagent_cli.channels.kit.invoke import OnError, default_error_message
 from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
@@ -35,8 +34,6 @@ PRIVACY_WARNING = (
 )
 GET_ME_WAIT_S = 2.0
 GET_ME_RETRY_S = 60.0
-
-OnError = Callable[[ChannelFailure], "str | None"]
 
 
 class TelegramOptions(Protocol):
