@@ -15,6 +15,7 @@
     ├── ToolError                            a tool cannot be found or loaded
     ├── ScheduleError                        an unknown schedule or wake-up, unreadable schedule state
     ├── ServeError                           a host cannot bind or a channel cannot start
+    ├── ChannelApiError                      a chat platform's API refused a call or did not answer
     ├── ControlRequestError                  a session control plane request failed (status, code)
     └── DeployError                          a deploy gate ("deploy stopped: ...") or a host CLI failure
 
@@ -27,6 +28,7 @@ import sys
 from typing import ClassVar, TextIO
 
 __all__ = [
+    "ChannelApiError",
     "ConfigError",
     "ControlRequestError",
     "CredentialError",
@@ -152,6 +154,38 @@ class ServeError(FastagentError):
 
 class DeployError(FastagentError):
     pass
+
+
+class ChannelApiError(FastagentError):
+    """A chat platform's API (Telegram, Slack, Feishu/Lark) refused a call or gave no answer.
+
+    ``platform`` names the API (``telegram``, ``slack``, ``feishu``, ``lark``); ``call`` the method;
+    ``status`` is the HTTP status (0: no HTTP answer: refused, reset, timed out); ``code`` is the
+    platform's own error code when the answer carried one (Slack ``"missing_scope"``, Feishu
+    ``99991400``); ``description`` is the platform's words, scrubbed of credentials.
+    """
+
+    def __init__(
+        self,
+        platform: str,
+        call: str,
+        status: int,
+        description: str,
+        code: int | str | None = None,
+    ) -> None:
+        numbered = f" code {code}" if isinstance(code, int) and code else ""
+        text = (
+            f"{platform} {call}: {description}"
+            if status == 0
+            else f"{platform} {call} failed: {status}{numbered} {description}"
+        )
+        super().__init__(text.strip())
+        self.platform = platform
+        self.call = call
+        self.method = call
+        self.status = status
+        self.code = code
+        self.description = description
 
 
 class ControlRequestError(FastagentError):

@@ -19,8 +19,11 @@ Checks, in order (features L2, L3): a method other than POST is ``405 "POST only
 ``401 "invalid signature\\n"``; a ``ping`` is ``204``; a form body without ``payload`` is
 ``400 "missing form payload\\n"``; a payload that is not a JSON object is ``400 "invalid json\\n"``.
 A verified delivery is answered ``202`` at once, ignored ones too, and its turns run in the
-background with ids ``<delivery>#<i>`` (L5). There is no replay, queue or dedup (L6): a redelivery
-runs again, a same-session collision fails fast, an interrupted turn is lost and logged.
+background with ids ``<delivery>#<i>`` (L5), one at a time per session in arrival order (the kit's
+:class:`~fastagent_cli.channels.kit.turn_queue.TurnQueue`, as the chat channels queue theirs): a
+turn for a session that is busy waits for it instead of failing. The queue is in memory: there is
+no replay or dedup (L6), a redelivery runs again, an interrupted or queued turn is lost on a stop
+and logged.
 
 The secret is ``secret=`` or ``GITHUB_WEBHOOK_SECRET``, read when the channel is mounted; an empty
 one is an error then (importing the file needs no secret, so ``deploy`` can inspect it).
@@ -29,11 +32,9 @@ one is an error then (importing the file needs no secret, so ``deploy`` can insp
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import inspect
-import json
 import logging
 import os
 import time
@@ -45,10 +46,10 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from fastagent_cli.channels.kit.routes import ChannelRoutes
-from fastagent_cli.channels.kit.work import begin_work
+from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.contract import AgentFailure, Prompt, Scope, collect
 from fastagent_cli.errors import ServeError, one_line
-from fastagent_cli.serving.body import read_body_capped, text_response
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
 __all__ = [
     "GITHUB_SECRET_ENV",
@@ -140,17 +141,17 @@ class _Mounted:
         self.agent = agent
         self.secret = secret
         self.on = on
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.queue: TurnQueue[_Turn] = TurnQueue(
+            self._run, label="[github]", session_of=lambda turn: turn.intent.session, on_queued_behind=_queued
+        )
 
     def routes(self) -> ChannelRoutes:
         return ChannelRoutes({ROUTE: self.handle}, close=self.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_WEBHOOK_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
+        raw = await read_post_body(request, MAX_WEBHOOK_BYTES)
+        if isinstance(raw, web.Response):
+            return raw
         signature = request.headers.get("x-hub-signature-256", "")
         if not hmac.compare_digest(
             signature.encode("latin-1", "replace"), sign_payload(self.secret, raw).encode()
@@ -165,12 +166,9 @@ class _Mounted:
             if "payload" not in fields:
                 return text_response("missing form payload\n", 400)
             body = fields["payload"][0].encode("utf-8")
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(payload, dict):
-            return text_response("invalid json\n", 400)
+        payload = json_object_or_400(body)
+        if isinstance(payload, web.Response):
+            return payload
         action = payload.get("action")
         event = GithubEvent(
             name,
@@ -189,12 +187,11 @@ class _Mounted:
         return web.Response(status=202)
 
     def _start(self, turn: str, intent: Intent, label: str) -> None:
-        log.info("[github] turn start: turn=%s session=%s event=%s", turn, intent.session, label)
-        task = asyncio.create_task(self._run(turn, intent, begin_work()))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.queue.accept(_Turn(turn, intent, label))
 
-    async def _run(self, turn: str, intent: Intent, finish: Callable[[], None]) -> None:
+    async def _run(self, item: _Turn) -> None:
+        turn, intent = item.id, item.intent
+        log.info("[github] turn start: turn=%s session=%s event=%s", turn, intent.session, item.event)
         started = time.monotonic()
         try:
             await collect(self.agent.invoke(Scope(intent.session), Prompt(intent.text)))
@@ -219,16 +216,24 @@ class _Mounted:
             )
         else:
             log.info("[github] turn done: turn=%s session=%s (%dms)", turn, intent.session, _ms(started))
-        finally:
-            finish()
 
     async def aclose(self) -> None:
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await self.queue.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    id: str
+    intent: Intent
+    event: str
+
+
+def _queued(turn: _Turn) -> None:
+    log.info(
+        "[github] turn queued: turn=%s session=%s (behind the session's running turn)",
+        turn.id,
+        turn.intent.session,
+    )
 
 
 async def _intents(on: On, event: GithubEvent) -> list[Intent]:

@@ -24,7 +24,13 @@ from typing import Any
 from aiohttp import web
 
 from fastagent_cli.contract import Agent, Prompt, Scope
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import (
+    MAX_BODY_BYTES,
+    read_body_capped,
+    read_body_or_413,
+    refuse_method,
+    text_response,
+)
 from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler
 from fastagent_cli.serving.sse import stream_events
@@ -73,17 +79,14 @@ def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Han
     ``token``: require it as a bearer token."""
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            refused = text_response("POST only\n", 405)
-            refused.headers["Allow"] = "POST"
+        refused = refuse_method(request)
+        if refused is not None:
             return refused
         if token is not None and not is_authorized(request, token):
             return unauthorized()
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            too_large = text_response("body too large\n", 413)
-            too_large.force_close()
-            return too_large
+        raw = await read_body_or_413(request, MAX_BODY_BYTES, "body too large\n")
+        if isinstance(raw, web.Response):
+            return raw
         parsed = parse_invoke_body(raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)

@@ -122,5 +122,5 @@ async def mount(tmp_path: Path) -> AsyncIterator[Mount]:
 
 async def idle(mounted: Mounted) -> None:
     """Wait until the mounted Telegram channel has no turn left."""
-    bot = mounted.routes["/telegram"].__self__
+    bot = mounted.routes["/telegram"].__self__.intake
     await asyncio.wait_for(bot.queue.idle(), 30)

@@ -120,13 +120,18 @@ class Bot:
         return await self.post("/telegram", json.dumps(update).encode(), headers)
 
     async def github(
-        self, event: str, payload: dict[str, Any], *, secret: str = GH_SECRET
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        secret: str = GH_SECRET,
+        delivery: str = "7c0a0f80-0000-4000-8000-000000000001",
     ) -> tuple[int, str]:
         body = json.dumps(payload).encode()
         headers = {
             "content-type": "application/json",
             "x-github-event": event,
-            "x-github-delivery": "7c0a0f80-0000-4000-8000-000000000001",
+            "x-github-delivery": delivery,
             "x-hub-signature-256": sign_payload(secret, body),
         }
         return await self.post("/webhook", body, headers)
@@ -195,6 +200,21 @@ async def test_github_deliveries_signed_and_badly_signed(bot: Bot) -> None:
     )
     assert server.count(r"\[github\] turn start: .* event=issues\.opened") == 1
     assert [p["text"] for p in bot.prompts()] == ["Triage: Crash on save"]
+
+
+async def test_github_deliveries_to_a_busy_session_wait_their_turn(bot: Bot) -> None:
+    server = await bot.start()
+    first = {"action": "opened", "issue": {"number": 12, "title": "BLOCK first"}}
+    second = {"action": "edited", "issue": {"number": 12, "title": "second"}}
+    assert await bot.github("issues", first, delivery="d-first") == (202, "")
+    await server.wait_for(r"\[github\] turn start: turn=d-first#0 session=issue-12 ")
+    assert await bot.github("issues", second, delivery="d-second") == (202, "")
+    await server.wait_for(r"\[github\] turn queued: turn=d-second#0 session=issue-12 ")
+    bot.gate.touch()
+    await server.wait_for(r"\[github\] turn done: turn=d-second#0 session=issue-12 \(")
+    assert server.count(r"\[github\] turn done: turn=d-first#0 session=issue-12 \(") == 1
+    assert "turn failed" not in server.text and "session_busy" not in server.text
+    assert [p["text"] for p in bot.prompts()] == ["Triage: BLOCK first", "Triage: second"]
 
 
 async def test_kill_9_mid_turn_then_a_restart_replays_the_turn_exactly_once(

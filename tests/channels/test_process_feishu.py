@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,10 @@ async def test_encrypted_webhook_verification_dedup_and_a_card_falling_over_to_t
             401,
             "invalid signature\n",
         )
+        # Correctly signed, but an hour ago (a captured delivery replayed): outside the window.
+        stale = fake.delivery(fake.envelope("replayed"), encrypt_key=KEY, signed_at=time.time() - 3600)
+        assert await bot.post(*stale) == (401, "invalid signature\n")
+        await server.wait_for(r"\[feishu\] rejected an event with an invalid or stale X-Lark-Signature")
         challenge = {"type": "url_verification", "challenge": "ch-1", "token": "vtoken"}
         status, text = await bot.post(*fake.delivery(challenge, encrypt_key=KEY, sign=False))
         assert (status, json.loads(text)) == (200, {"challenge": "ch-1"})
@@ -119,6 +124,7 @@ async def test_encrypted_webhook_verification_dedup_and_a_card_falling_over_to_t
         assert [m.msg_type for m in texts] == ["text"] and texts[0].edits
         await server.wait_for(r"\[feishu\] streaming card unavailable, the preview is a static text message")
         assert len([p for p in bot.prompts() if "hello there" in p["text"]]) == 1
+        assert not [p for p in bot.prompts() if "replayed" in p["text"]]
     finally:
         await bot.aclose()
 

@@ -403,9 +403,15 @@ class FakeFeishu:
         }
 
     def delivery(
-        self, envelope: dict[str, Any], *, encrypt_key: str | None = None, sign: bool = True
+        self,
+        envelope: dict[str, Any],
+        *,
+        encrypt_key: str | None = None,
+        sign: bool = True,
+        signed_at: float | None = None,
     ) -> tuple[bytes, dict[str, str]]:
-        """The HTTP body and headers the platform sends for ``envelope``."""
+        """The HTTP body and headers the platform sends for ``envelope`` (signed now, or at
+        ``signed_at``: a captured delivery replayed later)."""
         if encrypt_key is None:
             return json.dumps(envelope).encode(), {"content-type": "application/json"}
         body = json.dumps(
@@ -413,7 +419,7 @@ class FakeFeishu:
         ).encode()
         headers = {"content-type": "application/json"}
         if sign:
-            ts, nonce = str(int(time.time())), uuid.uuid4().hex
+            ts, nonce = str(int(time.time() if signed_at is None else signed_at)), uuid.uuid4().hex
             headers.update(
                 {
                     "x-lark-request-timestamp": ts,

@@ -5,9 +5,13 @@ One pipeline, :meth:`FeishuApi.call`, carries every JSON call:
 * the ``tenant_access_token`` (``auth/v3/tenant_access_token/internal``) is fetched lazily and cached
   until :data:`TOKEN_REFRESH_MARGIN_S` before its ``expire``; when the platform says a token is bad
   (codes 99991661/63/64/68) it is fetched again, once;
-* each attempt has :data:`API_TIMEOUT_S`; a rate-limit answer (HTTP 429 or code ``99991400``) is
-  retried up to :data:`RETRIES` times (1 s, 2 s, 3 s); nothing else is (a send may have happened);
-* success is the body's ``code == 0``; every failure is a :class:`FeishuApiError` naming the call.
+* the transport is the kit's (:class:`~fastagent_cli.channels.kit.api.PlatformClient`): each
+  attempt has :data:`API_TIMEOUT_S`; a rate-limit answer (HTTP 429 or code ``99991400``) is retried
+  up to three times after ``Retry-After`` (else 1 s, 2 s, 3 s); a network failure or a ``5xx`` only
+  for reads (``GET``) or a request that never left (a send may have happened);
+* success is the body's ``code == 0``; every failure is a
+  :class:`~fastagent_cli.errors.ChannelApiError` (``FeishuApiError`` here) naming the call, with the
+  platform's ``code``.
 
 Resource downloads (message images and files) are capped at :data:`MAX_DOWNLOAD_BYTES` within
 :data:`DOWNLOAD_TIMEOUT_S`. Text messages are split at :data:`MAX_TEXT_BYTES` of UTF-8.
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +30,8 @@ from urllib.parse import quote
 import httpx
 
 from fastagent_cli.channels.feishu.card import utf8_prefix
-from fastagent_cli.errors import one_line
+from fastagent_cli.channels.kit.api import Answer, PlatformClient, json_object
+from fastagent_cli.errors import ChannelApiError, one_line
 
 __all__ = [
     "API_TIMEOUT_S",
@@ -38,13 +42,11 @@ __all__ = [
     "FeishuApiError",
     "FeishuTarget",
     "chunk_text",
+    "streaming_closed",
 ]
-
-log = logging.getLogger("fastagent.channel")
 
 API_TIMEOUT_S = 30.0
 DOWNLOAD_TIMEOUT_S = 120.0
-RETRIES = 3
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 TOKEN_REFRESH_MARGIN_S = 300
 MAX_TEXT_BYTES = 100 * 1024
@@ -53,24 +55,14 @@ _AUTH_CODES = {99991661, 99991663, 99991664, 99991668}
 STREAMING_CLOSED_CODES = {200850, 300309}
 
 
-class FeishuApiError(Exception):
-    """``status`` 0: no HTTP answer; ``code``: the platform's error code (0 when none)."""
+FeishuApiError = ChannelApiError
+"""A failed Open API call (the kit's one error type): ``status`` 0, no HTTP answer; ``code``, the
+platform's error code (``None`` when none)."""
 
-    def __init__(self, kind: str, call: str, status: int, code: int, description: str) -> None:
-        self.call = call
-        self.status = status
-        self.code = code
-        self.description = description
-        text = (
-            f"{kind} {call}: {description}"
-            if status == 0
-            else f"{kind} {call} failed: {status}{f' code {code}' if code else ''} {description}"
-        )
-        super().__init__(text.strip())
 
-    @property
-    def streaming_closed(self) -> bool:
-        return self.code in STREAMING_CLOSED_CODES
+def streaming_closed(exc: ChannelApiError) -> bool:
+    """Has the card's streaming mode been closed (a late update is refused)?"""
+    return exc.code in STREAMING_CLOSED_CODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +89,7 @@ def chunk_text(text: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     return parts
 
 
-class FeishuApi:
+class FeishuApi(PlatformClient):
     def __init__(
         self,
         kind: str,
@@ -107,22 +99,32 @@ class FeishuApi:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.kind = kind
+        super().__init__(timeout=API_TIMEOUT_S, sleep=sleep)
+        self.kind = self.platform = kind
         self.base = base_url.rstrip("/")
         self.app_id = app_id
         self._secret = app_secret
         self._token: tuple[str, float] | None = None
         self._token_lock = asyncio.Lock()
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(API_TIMEOUT_S))
-        self._sleep = sleep
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
+    def scrub(self, text: str) -> str:
+        return one_line(text.replace(self._secret, "<secret>"), 500)
 
-    def _error(self, call: str, status: int, code: int, description: str) -> FeishuApiError:
-        return FeishuApiError(
-            self.kind, call, status, code, one_line(description.replace(self._secret, "<secret>"), 500)
+    def read(self, response: httpx.Response) -> Answer:
+        data = json_object(response.content)
+        code = int(data.get("code") or 0) if isinstance(data.get("code"), int) else -1
+        if response.status_code == 200 and code == 0:
+            return Answer(ok=True, data=data)
+        return Answer(
+            ok=False,
+            description=str(data.get("msg") or "not the expected JSON"),
+            code=max(code, 0),
+            limited=code == RATE_LIMIT_CODE,
+            stale_credential=code in _AUTH_CODES,
         )
+
+    async def reauthorize(self) -> None:
+        self._token = None
 
     async def tenant_token(self) -> str:
         async with self._token_lock:
@@ -134,69 +136,27 @@ class FeishuApi:
                     json={"app_id": self.app_id, "app_secret": self._secret},
                 )
             except httpx.HTTPError as exc:
-                raise self._error("tenant_access_token", 0, 0, f"{type(exc).__name__}: {exc}") from None
-            data = _json(response)
+                raise self.error("tenant_access_token", 0, f"{type(exc).__name__}: {exc}") from None
+            data = json_object(response.content)
             token = data.get("tenant_access_token")
             if response.status_code != 200 or data.get("code") != 0 or not isinstance(token, str):
-                raise self._error(
+                raise self.error(
                     "tenant_access_token",
                     response.status_code,
-                    int(data.get("code") or 0),
                     str(data.get("msg") or "not the expected JSON"),
+                    int(data.get("code") or 0),
                 )
             ttl = max(60, int(data.get("expire") or 0) - TOKEN_REFRESH_MARGIN_S)
             self._token = (token, time.monotonic() + ttl)
             return token
 
     async def call(self, label: str, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        refreshed = False
-        attempt = 0
-        while True:
+        async def send() -> httpx.Response:
             token = await self.tenant_token()
-            try:
-                async with asyncio.timeout(API_TIMEOUT_S):
-                    response = await self._client.request(
-                        method,
-                        f"{self.base}{path}",
-                        json=body,
-                        headers={"authorization": f"Bearer {token}"},
-                    )
-            except (httpx.TransportError, TimeoutError) as exc:
-                description = (
-                    f"no answer within {API_TIMEOUT_S:g} s"
-                    if isinstance(exc, TimeoutError | httpx.TimeoutException)
-                    else f"{type(exc).__name__}: {exc}"
-                )
-                raise self._error(label, 0, 0, description) from None
-            data = _json(response)
-            code = int(data.get("code") or 0) if isinstance(data.get("code"), int) else -1
-            if response.status_code == 200 and code == 0:
-                return data
-            if code in _AUTH_CODES and not refreshed:
-                refreshed = True
-                self._token = None
-                continue
-            limited = response.status_code == 429 or code == RATE_LIMIT_CODE
-            if limited and attempt < RETRIES:
-                attempt += 1
-                log.warning(
-                    "[%s] %s: rate limited (%s); retrying in %d s (%d/%d)",
-                    self.kind,
-                    label,
-                    code,
-                    attempt,
-                    attempt,
-                    RETRIES,
-                )
-                await self._sleep(float(attempt))
-                continue
-            extra = f" (gave up after {attempt} retries)" if limited else ""
-            raise self._error(
-                label,
-                response.status_code,
-                max(code, 0),
-                str(data.get("msg") or "not the expected JSON") + extra,
-            )
+            headers = {"authorization": f"Bearer {token}"}
+            return await self._client.request(method, f"{self.base}{path}", json=body, headers=headers)
+
+        return await self.request(label, send, idempotent=method == "GET")
 
     # --- messages -------------------------------------------------------------------------------
 
@@ -269,33 +229,21 @@ class FeishuApi:
     async def download(self, message_id: str, key: str, kind: str) -> tuple[bytes, str]:
         token = await self.tenant_token()
         url = f"{self.base}/open-apis/im/v1/messages/{quote(message_id)}/resources/{quote(key)}?type={kind}"
-        try:
-            async with (
-                asyncio.timeout(DOWNLOAD_TIMEOUT_S),
-                self._client.stream("GET", url, headers={"authorization": f"Bearer {token}"}) as response,
-            ):
-                if response.status_code != 200:
-                    data = _json_bytes(await response.aread())
-                    raise self._error(
-                        "downloadResource",
-                        response.status_code,
-                        int(data.get("code") or 0),
-                        str(data.get("msg") or "the resource was refused"),
-                    )
-                chunks: list[bytes] = []
-                received = 0
-                async for chunk in response.aiter_bytes():
-                    received += len(chunk)
-                    if received > MAX_DOWNLOAD_BYTES:
-                        raise self._error("downloadResource", 200, 0, "the resource is too large (max 20 MB)")
-                    chunks.append(chunk)
-                return b"".join(chunks), response.headers.get("content-type", "")
-        except TimeoutError:
-            raise self._error(
-                "downloadResource", 0, 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise self._error("downloadResource", 0, 0, f"{type(exc).__name__}: {exc}") from None
+        async with (
+            self.downloading("downloadResource", DOWNLOAD_TIMEOUT_S),
+            self._client.stream("GET", url, headers={"authorization": f"Bearer {token}"}) as response,
+        ):
+            if response.status_code != 200:
+                data = json_object(await response.aread())
+                raise self.error(
+                    "downloadResource",
+                    response.status_code,
+                    str(data.get("msg") or "the resource was refused"),
+                    int(data.get("code") or 0),
+                )
+            too_large = "the resource is too large (max 20 MB)"
+            raw = await self.read_capped(response, "downloadResource", MAX_DOWNLOAD_BYTES, too_large)
+            return raw, response.headers.get("content-type", "")
 
     # --- cards ----------------------------------------------------------------------------------
 
@@ -305,7 +253,7 @@ class FeishuApi:
         )
         card_id = (data.get("data") or {}).get("card_id")
         if not isinstance(card_id, str):
-            raise self._error("createCard", 200, 0, "the answer carried no card_id")
+            raise self.error("createCard", 200, "the answer carried no card_id")
         return card_id
 
     async def update_element(self, card_id: str, element: str, content: str, sequence: int) -> None:
@@ -333,15 +281,3 @@ class FeishuApi:
             f"/open-apis/application/v7/applications/{quote(self.app_id)}/config",
             body,
         )
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    return _json_bytes(response.content)
-
-
-def _json_bytes(raw: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -29,15 +29,15 @@ top-level ask ``<kind>:<message_id>`` answered with ``reply_in_thread``, continu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from fastagent_cli.channels.feishu.cloud import FEISHU, LARK, Cloud
-from fastagent_cli.channels.feishu.runtime import GROUP_CONTEXT_SCOPE, FeishuRuntime
-from fastagent_cli.channels.feishu.webhook import FeishuWebhook
+from fastagent_cli.channels.feishu.ingress import FeishuIngress
+from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.feishu.runtime import GROUP_CONTEXT_SCOPE
 from fastagent_cli.channels.kit.home import state_root_of
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.routes import ChannelRoutes, Route
 from fastagent_cli.errors import ServeError
 
 __all__ = [
@@ -51,13 +51,15 @@ __all__ = [
 ]
 
 
-Route = Callable[[Mapping[str, Any]], Any]
-OnError = Callable[[ChannelFailure], "str | None"]
 _MODES = ("threaded", "continuous")
 
 
-def _options(**options: Any) -> dict[str, Any]:
-    """The checked options of a factory (each factory passes ``**locals()``: exactly its keywords)."""
+def _options(factory: str, allowed: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The checked options of a factory (a keyword it does not take is a ``TypeError``, as for any
+    function)."""
+    unknown = sorted(set(options) - set(allowed.__optional_keys__))
+    if unknown:
+        raise TypeError(f"{factory}() got an unexpected keyword argument {unknown[0]!r}")
     for name in ("direct_message_session", "group_message_session"):
         if options.get(name) is not None and options[name] not in _MODES:
             raise ServeError(f'{name} must be "threaded" or "continuous", not {options[name]!r}')
@@ -98,12 +100,11 @@ class FeishuChannel(_Base):
                 "Events & Callbacks)"
             )
         self.state_root = state_root_of(ctx)
-        runtime = FeishuRuntime(self.cloud, self.options, ctx, app_id, secret)
-        webhook = FeishuWebhook(runtime, token, self._setting("ENCRYPT_KEY") or None)
-        return ChannelRoutes({f"/{self.kind}": webhook.handle}, start=runtime.start, close=runtime.aclose)
+        intake = FeishuIntake(self.cloud, self.options, ctx, app_id, secret)
+        return FeishuIngress(intake, token, self._setting("ENCRYPT_KEY") or None).routes()
 
     async def register_webhook(self, public_url: str) -> str:
-        from fastagent_cli.channels.feishu.onboard import register_request_url
+        from fastagent_cli.channels.feishu.register import register_request_url
 
         return await register_request_url(
             self.cloud,
@@ -125,66 +126,45 @@ class FeishuWebSocketChannel(_Base):
         from fastagent_cli.channels.feishu.ws import connect_long_connection
 
         app_id, secret = self._credentials(f"{self.kind}_websocket_channel")
-        runtime = FeishuRuntime(self.cloud, self.options, ctx, app_id, secret)
+        intake = FeishuIntake(self.cloud, self.options, ctx, app_id, secret)
         base = self.cloud.resolve_api_base(self.options.get("api_base_url"))
-        return connect_long_connection(self.cloud.label, base, app_id, secret, runtime, stop)
+        return connect_long_connection(self.cloud.label, base, app_id, secret, intake, stop)
 
 
-def feishu_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    verification_token: str | None = None,
-    encrypt_key: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuChannel:
+class _Options(TypedDict, total=False):
+    """The options every Feishu/Lark factory takes (see the module doc)."""
+
+    app_id: str | None
+    app_secret: str | None
+    route: Route | None
+    on_error: OnError | None
+    api_base_url: str | None
+    direct_message_session: str | None
+    group_message_session: str | None
+
+
+class _WebhookOptions(_Options, total=False):
+    """The webhook form's options: the two webhook secrets too."""
+
+    verification_token: str | None
+    encrypt_key: str | None
+
+
+def feishu_channel(**options: Unpack[_WebhookOptions]) -> FeishuChannel:
     """Feishu over a webhook (``POST /feishu``); ``FEISHU_*`` from the environment when mounted."""
-    return FeishuChannel(FEISHU, _options(**locals()))
+    return FeishuChannel(FEISHU, _options("feishu_channel", _WebhookOptions, dict(options)))
 
 
-def lark_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    verification_token: str | None = None,
-    encrypt_key: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuChannel:
+def lark_channel(**options: Unpack[_WebhookOptions]) -> FeishuChannel:
     """Lark over a webhook (``POST /lark``); ``LARK_*`` from the environment when mounted."""
-    return FeishuChannel(LARK, _options(**locals()))
+    return FeishuChannel(LARK, _options("lark_channel", _WebhookOptions, dict(options)))
 
 
-def feishu_websocket_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuWebSocketChannel:
+def feishu_websocket_channel(**options: Unpack[_Options]) -> FeishuWebSocketChannel:
     """Feishu over the WebSocket long connection (only ``FEISHU_APP_ID`` / ``FEISHU_APP_SECRET``)."""
-    return FeishuWebSocketChannel(FEISHU, _options(**locals()))
+    return FeishuWebSocketChannel(FEISHU, _options("feishu_websocket_channel", _Options, dict(options)))
 
 
-def lark_websocket_channel(
-    *,
-    app_id: str | None = None,
-    app_secret: str | None = None,
-    route: Route | None = None,
-    on_error: OnError | None = None,
-    api_base_url: str | None = None,
-    direct_message_session: str | None = None,
-    group_message_session: str | None = None,
-) -> FeishuWebSocketChannel:
+def lark_websocket_channel(**options: Unpack[_Options]) -> FeishuWebSocketChannel:
     """Lark over the WebSocket long connection (only ``LARK_APP_ID`` / ``LARK_APP_SECRET``)."""
-    return FeishuWebSocketChannel(LARK, _options(**locals()))
+    return FeishuWebSocketChannel(LARK, _options("lark_websocket_channel", _Options, dict(options)))

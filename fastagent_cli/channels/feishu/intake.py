@@ -10,8 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
-from fastagent_cli.channels.feishu.owned import OwnedThreads
+from fastagent_cli.channels.feishu.api import FeishuApiError, FeishuTarget
 from fastagent_cli.channels.feishu.parse import (
     FeishuRoute,
     decode_content,
@@ -19,57 +18,30 @@ from fastagent_cli.channels.feishu.parse import (
     feishu_envelope,
     sender_id,
 )
-from fastagent_cli.channels.kit.context_buffer import ContextBuffer
-from fastagent_cli.channels.kit.participants import ThreadParticipants
-from fastagent_cli.channels.kit.runtime import BackgroundTasks
-from fastagent_cli.channels.kit.seen import SeenRing
+from fastagent_cli.channels.feishu.runtime import FeishuRuntime
+from fastagent_cli.channels.kit.routes import decide_route
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
-from fastagent_cli.channels.kit.turn_queue import TurnQueue
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.errors import one_line
+from fastagent_cli.channels.kit.turn_store import TurnRecord
 
 __all__ = ["FeishuIntake"]
 
 log = logging.getLogger("fastagent.channel")
 
 
-class FeishuIntake:
-    """The acceptance boundary of one mounted channel (its stores are set up by the runtime)."""
-
-    label: str
-    kind: str
-    route: Any
-    modes: dict[str, str]
-    control: Any
-    api: FeishuApi
-    turns: TurnStore
-    buffers: ContextBuffer
-    seen: SeenRing
-    participants: ThreadParticipants
-    owned: OwnedThreads
-    queue: TurnQueue[TurnRecord]
-    bot_open_id: str | None
-    seq: int
-    tasks: BackgroundTasks
+class FeishuIntake(FeishuRuntime):
+    """The acceptance boundary of one mounted channel (its state and runner are the runtime's)."""
 
     def _decide(self, event: Mapping[str, Any]) -> FeishuRoute | None:
-        try:
-            if self.route is None:
-                return default_feishu_route(event, bot_open_id=self.bot_open_id)
-            decided = self.route(event)
-        except Exception as exc:
-            log.error(
-                "%s route(event) raised, so the message is dropped: %s",
-                self.label,
-                one_line(f"{type(exc).__name__}: {exc}", 500),
-            )
-            return None
-        if decided is None or isinstance(decided, FeishuRoute):
-            return decided
-        if isinstance(decided, Mapping):
-            return FeishuRoute(**{k: decided.get(k) for k in ("session", "chat_id", "text")})
-        log.error("%s route(event) returned %r: return a FeishuRoute, a dict or None", self.label, decided)
-        return None
+        return decide_route(
+            self.route,
+            lambda: default_feishu_route(event, bot_open_id=self.bot_open_id),
+            event,
+            FeishuRoute,
+            lambda d: FeishuRoute(**{k: d.get(k) for k in ("session", "chat_id", "text")}),
+            label=self.label,
+            argument="event",
+            dropped="the message",
+        )
 
     async def accept(self, event: Mapping[str, Any]) -> None:
         """Everything a message causes that must be durable before the ACK."""

@@ -1,4 +1,5 @@
-"""``fastagent add feishu|lark`` onboarding and Request URL registration (features O16-O18).
+"""``fastagent add feishu|lark`` onboarding (features O16-O18; the Request URL registration is
+:mod:`~fastagent_cli.channels.feishu.register`).
 
 * **Scan-to-create** (Feishu): the OAuth 2.0 device authorization grant the platform offers for
   agent apps. ``POST <accounts>/oauth/v1/app/registration`` (form) ``action=begin`` returns a device
@@ -11,9 +12,6 @@
 * **Verification Token capture** (webhook mode): the token has no read API; the platform sends it in
   the ``url_verification`` challenge it posts while an event-subscription PATCH is verified, so a
   throwaway responder behind a public URL receives it.
-* :func:`register_request_url` (``dev --tunnel``, ``deploy --run``): wait for ``/health``, then PATCH
-  ``event.request_url``; a config route that answers 404 (Lark) means a manual step.
-
 Base URLs: ``FEISHU_ACCOUNTS_BASE_URL`` / ``LARK_ACCOUNTS_BASE_URL`` and ``FEISHU_API_BASE_URL`` /
 ``LARK_API_BASE_URL``, for tests.
 """
@@ -33,14 +31,12 @@ from aiohttp import web
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
 from fastagent_cli.channels.feishu.cloud import Cloud
-from fastagent_cli.channels.kit.health import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, wait_for_health
-from fastagent_cli.errors import ConfigError, one_line
+from fastagent_cli.errors import ConfigError
 
 __all__ = [
     "CONTEXT_SCOPES",
     "capture_verification_token",
     "register_app",
-    "register_request_url",
     "request_scopes",
 ]
 
@@ -201,47 +197,3 @@ async def capture_verification_token(
         if exposed is not None:
             await exposed[1]()
         await runner.cleanup()
-
-
-async def register_request_url(
-    cloud: Cloud, public_url: str, app_id: str, app_secret: str, api_base_url: str | None
-) -> str:
-    request_url = f"{public_url.rstrip('/')}/{cloud.kind}"
-    if not app_id or not app_secret:
-        log.info(
-            "%s set %s_APP_ID/_APP_SECRET, then register the Request URL %s",
-            cloud.label,
-            cloud.env_prefix,
-            request_url,
-        )
-        return "manual"
-    if not await wait_for_health(public_url.rstrip("/") + "/health", HEALTH_TIMEOUT_S, HEALTH_INTERVAL_S):
-        log.error(
-            "%s %s/health did not answer; set the Request URL by hand: %s",
-            cloud.label,
-            public_url,
-            request_url,
-        )
-        return "failed"
-    api = FeishuApi(cloud.kind, cloud.resolve_api_base(api_base_url), app_id, app_secret)
-    try:
-        await api.patch_config({"event": {"subscription_type": "webhook", "request_url": request_url}})
-    except FeishuApiError as exc:
-        if exc.status == 404:
-            log.info(
-                "%s this cloud has no config API: set the Request URL by hand in the console: %s",
-                cloud.label,
-                request_url,
-            )
-            return "manual"
-        log.error(
-            "%s registering the Request URL failed (%s); set it by hand: %s",
-            cloud.label,
-            one_line(str(exc), 300),
-            request_url,
-        )
-        return "failed"
-    finally:
-        await api.aclose()
-    log.info("%s Request URL registered: %s", cloud.label, request_url)
-    return "registered"

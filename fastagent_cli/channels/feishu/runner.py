@@ -8,7 +8,7 @@ the reply chain above it (up to :data:`MAX_CHAIN_ANCESTORS` messages sharing one
 a truncation line when the walk stops early); images become vision inputs and files are saved under
 ``<state root>/channels/<kind>/files/<chat>/``. A new thread session starts from its room's
 history (``Scope.parent_session``, with the quoted ids as branch hints). The answer streams as a
-card (:mod:`~fastagent_cli.channels.feishu.preview`).
+card (:mod:`~fastagent_cli.channels.feishu.deliver`).
 """
 
 from __future__ import annotations
@@ -24,30 +24,28 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
+from fastagent_cli.channels.feishu.deliver import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.feishu.parse import decode_content
-from fastagent_cli.channels.feishu.preview import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
 from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
     REFERENT_MAX_CODE_POINTS,
-    ChannelFailure,
     ManifestFile,
     attached_files_manifest,
     attributed_file_name,
     missing_attachments_note,
     referent,
-    stream_turn,
     truncate,
 )
 from fastagent_cli.channels.kit.lifecycle import (
     DEFERRED_NOTICE,
     DROPPED_NOTICE,
     QUEUED_NOTICE,
-    QueuedNotices,
     run_durable_turn,
 )
+from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
+from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Scope
 from fastagent_cli.errors import one_line
 
 __all__ = ["MAX_CHAIN_ANCESTORS", "QUEUED_NOTICE", "REPLY_HINT", "FeishuRunner", "is_turn"]
@@ -96,7 +94,7 @@ def _sender(sender: Any, app_id: str) -> str | None:
     return f"{'app' if is_app else 'user'} {sender['id']}" if sender.get("id") else None
 
 
-class FeishuRunner:
+class FeishuRunner(ChannelRunner[FeishuApi, None]):
     def __init__(
         self,
         agent: Any,
@@ -104,35 +102,22 @@ class FeishuRunner:
         turns: TurnStore,
         buffers: ContextBuffer,
         files: Path,
-        format_error: Callable[[ChannelFailure], str | None],
+        format_error: FormatError,
         *,
         label: str,
         on_answered: Callable[[TurnRecord, Mounted | None], None],
     ) -> None:
-        self.agent = agent
-        self.api = api
-        self.turns = turns
-        self.buffers = buffers
-        self.files = files
-        self.format_error = format_error
-        self.label = label
+        super().__init__(agent, api, turns, buffers, files, format_error, label=label)
         self.on_answered = on_answered
         self.previews: dict[str, Mounted] = {}
-        self.notices: QueuedNotices[None] = QueuedNotices()
 
-    def queued(self, record: TurnRecord) -> None:
-        self.notices.post(record["id"], self._notice(record))
-
-    async def _notice(self, record: TurnRecord) -> None:
+    async def notice(self, record: TurnRecord) -> None:
         try:
             self.previews[record["id"]] = await mount_preview(
                 self.api, target_of(record, queue=True), QUEUED_NOTICE, self.label
             )
         except FeishuApiError as exc:
             log.warning("%s the queue card failed (the turn still runs): %s", self.label, exc)
-
-    async def aclose(self) -> None:
-        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
         notice = self.notices.take(record["id"])
@@ -182,20 +167,13 @@ class FeishuRunner:
                 "[recent discussion in the room this thread branched from — not yet answered there:\n"
                 f"{room.text}\n]\n\n"
             )
-        if fold.text:
-            blocks += f"[recent group discussion:\n{fold.text}\n]\n\n"
-        prompt = Prompt(blocks + record["text"] + suffix + REPLY_HINT, tuple(images))
+        prompt = folded(record["text"], fold) + suffix + REPLY_HINT
         scope = Scope(
             record["session"],
             record.get("parent_session"),
             tuple(hints) if record.get("parent_session") else (),
         )
-
-        async def completed() -> None:
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        async for event in stream_turn(self.agent, scope, prompt, label=self.label, on_completed=completed):
+        async for event in self.answer(record, fold, blocks + prompt, images, scope):
             yield event
 
     async def _inputs(

@@ -1,7 +1,7 @@
 """The runtime of one mounted Feishu/Lark channel: its state stores, its turn runner and queue, and
 the lifecycle around them (open the stores, learn the bot identity, recover unfinished turns, close).
 
-Acceptance of pushed events lives in :class:`~fastagent_cli.channels.feishu.intake.FeishuIntake`.
+Acceptance of pushed events is :class:`~fastagent_cli.channels.feishu.intake.FeishuIntake`, built on it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
 from fastagent_cli.channels.feishu.cloud import Cloud
-from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.feishu.deliver import Mounted
 from fastagent_cli.channels.feishu.owned import OwnedThreads
 from fastagent_cli.channels.feishu.parse import buffer_line
-from fastagent_cli.channels.feishu.preview import Mounted
 from fastagent_cli.channels.feishu.runner import FeishuRunner, is_turn
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.document import StateDocument
@@ -23,14 +22,7 @@ from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import default_error_message
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.participants import ThreadParticipants
-from fastagent_cli.channels.kit.runtime import (
-    BackgroundTasks,
-    close_runtime,
-    last_seq,
-    open_stores,
-    recover_turns,
-    session_queue,
-)
+from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.state.channel_state import channel_home
@@ -43,8 +35,8 @@ GROUP_CONTEXT_SCOPE = "im:message.group_msg"
 BOT_INFO_WAIT_S = 2.0
 
 
-class FeishuRuntime(FeishuIntake):
-    """The acceptance boundary and the turn engine of one mounted Feishu/Lark channel."""
+class FeishuRuntime(ChannelRuntime):
+    """The state, the turn engine and their lifecycle of one mounted Feishu/Lark channel."""
 
     def __init__(self, cloud: Cloud, options: dict[str, Any], ctx: Any, app_id: str, app_secret: str) -> None:
         self.cloud = cloud
@@ -72,27 +64,26 @@ class FeishuRuntime(FeishuIntake):
             label=self.label,
             check=lambda v: isinstance(v, dict) and isinstance(v.get("appId"), str),
         )
-        self.runner = FeishuRunner(
-            ctx.agent,
-            self.api,
-            self.turns,
-            self.buffers,
-            channel_home(state_root_of(ctx), cloud.kind) / "files",
-            options.get("on_error") or default_error_message,
-            label=self.label,
-            on_answered=self._answered,
+        self.run_on(
+            FeishuRunner(
+                ctx.agent,
+                self.api,
+                self.turns,
+                self.buffers,
+                channel_home(state_root_of(ctx), cloud.kind) / "files",
+                options.get("on_error") or default_error_message,
+                label=self.label,
+                on_answered=self._answered,
+            )
         )
-        self.queue = session_queue(self.runner, self.label)
         self.bot_open_id: str | None = None
-        self.seq = 0
-        self.tasks = BackgroundTasks()
 
     @property
     def stores(self) -> tuple[Any, ...]:
         return (self.turns, self.buffers, self.seen, self.participants, self.owned, self.bot)
 
     async def start(self) -> None:
-        await open_stores(self.kind, self.stores)
+        await self.open_state()
         cached = self.bot.value
         if (
             isinstance(cached, dict)
@@ -103,9 +94,7 @@ class FeishuRuntime(FeishuIntake):
         lookup = self.tasks.spawn(self._identity())
         self.tasks.spawn(self._visibility())
         await asyncio.wait({lookup}, timeout=BOT_INFO_WAIT_S)
-        pending = recover_turns(self.turns, self.label)
-        self.seq = last_seq(pending)
-        for record in pending:
+        for record in self.recover():
             self.queue.accept(record)
 
     async def _identity(self) -> None:
@@ -153,9 +142,6 @@ class FeishuRuntime(FeishuIntake):
                 self.label,
                 GROUP_CONTEXT_SCOPE,
             )
-
-    async def aclose(self) -> None:
-        await close_runtime(self.queue, self.runner, self.tasks, (*self.stores, self.store, self.api))
 
     def _answered(self, record: TurnRecord, preview: Mounted | None) -> None:
         self.owned.answered_in(record["chat"], record["session"])

@@ -30,6 +30,7 @@ __all__ = [
     "BusyRetry",
     "ChannelFailure",
     "ManifestFile",
+    "OnError",
     "attached_files_manifest",
     "attributed_file_name",
     "default_error_message",
@@ -62,6 +63,10 @@ class ChannelFailure:
     details: str
     retryable: bool
     code: str | None = None
+
+
+OnError = Callable[[ChannelFailure], "str | None"]
+"""A channel's ``on_error(failure)``: the text a user reads when a turn fails (``""``: say nothing)."""
 
 
 def default_error_message(failed: ChannelFailure) -> str:

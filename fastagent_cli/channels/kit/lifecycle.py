@@ -1,4 +1,4 @@
-"""The lifecycle of one durable channel turn, shared by the Slack and Feishu/Lark runners.
+"""The lifecycle of one durable channel turn, shared by the Telegram, Slack and Feishu/Lark runners.
 
 A turn is a persisted intent (:class:`~fastagent_cli.channels.kit.turn_store.TurnStore`). Run, in
 its session's FIFO order:
@@ -6,8 +6,10 @@ its session's FIFO order:
 1. the start is counted: a turn started :data:`~fastagent_cli.channels.kit.turn_store.
    MAX_TURN_ATTEMPTS` times without finishing is dropped (``on_exceeded`` tells the asker to ask
    again); when the count cannot be persisted the turn waits for the next start (``on_defer``);
-2. ``execute()`` runs and delivers it: a :class:`TurnFailed` (the user was told) or any other error
-   is logged as ``turn failed``; a :class:`TurnStopped` (a stop command) as ``turn stopped``;
+2. ``execute()`` runs and delivers it: a :class:`TurnFailed` (the user was told), a platform API
+   error (:class:`~fastagent_cli.errors.ChannelApiError`, on one line) or any other error (with its
+   traceback) is logged as ``turn failed``; a :class:`TurnStopped` (a stop command) as
+   ``turn stopped``;
 3. the intent is removed in every case but one: an *interrupted* run (the process stopping
    mid-turn) keeps it, so the next start replays it.
 
@@ -20,14 +22,14 @@ Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.errors import one_line
+from fastagent_cli.channels.kit.work import cancel_all
+from fastagent_cli.errors import ChannelApiError, one_line
 
 __all__ = [
     "DEFERRED_NOTICE",
@@ -62,11 +64,7 @@ class QueuedNotices(Generic[T]):
         return self._tasks.pop(turn_id, None)
 
     async def aclose(self) -> None:
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_all(self._tasks.values())
 
 
 class TurnFailed(Exception):
@@ -109,7 +107,7 @@ async def run_durable_turn(
         raise
     except TurnStopped:
         log.info("%s turn stopped: turn=%s session=%s (%dms)", label, turn_id, session, _ms(started))
-    except TurnFailed as exc:
+    except (TurnFailed, ChannelApiError) as exc:
         log.error("%s turn failed: turn=%s session=%s (%dms): %s", label, turn_id, session, _ms(started), exc)
     except Exception as exc:
         log.exception(

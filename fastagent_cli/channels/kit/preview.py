@@ -36,6 +36,7 @@ __all__ = [
     "apply_event",
     "compose",
     "humanize_tool_name",
+    "progress",
     "revealed_answer",
     "summarize_tool_args",
     "thinking_line",
@@ -124,6 +125,12 @@ def revealed_answer(view: TurnView, age_s: float) -> str:
 def compose(*parts: str) -> str:
     """Blank-line-joined non-empty parts."""
     return "\n\n".join(part for part in parts if part.strip()).strip()
+
+
+def progress(view: TurnView, head: str, *rest: str) -> str:
+    """What a preview shows of a turn in progress: ``head`` (the thinking tail, or a placeholder),
+    one line per tool call, the retry notice while a retry is on, then ``rest`` (the answer so far)."""
+    return compose(head, tool_lines(view), RETRY_NOTICE if view.retrying else "", *rest)
 
 
 def humanize_tool_name(name: str) -> str:

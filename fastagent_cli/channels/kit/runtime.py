@@ -6,22 +6,24 @@ Start: :func:`open_stores` opens the channel's state stores (an unreadable one i
 run left unfinished. :func:`session_queue` is the per-session FIFO every channel runs its turns on.
 Stop: :func:`close_runtime` drains the queue and the runner, cancels the background tasks
 (:class:`BackgroundTasks`) and closes the stores and the platform client, in that order.
+:class:`ChannelRuntime` is the base every platform's runtime is built on, doing the above.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ServeError
 
 __all__ = [
     "BackgroundTasks",
+    "ChannelRuntime",
     "close_runtime",
     "last_seq",
     "open_stores",
@@ -63,12 +65,7 @@ class BackgroundTasks:
         return task
 
     async def cancel(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_all(self._tasks)
 
 
 async def open_stores(kind: str, stores: Iterable[_Opens]) -> None:
@@ -108,3 +105,41 @@ async def close_runtime(
     await tasks.cancel()
     for closable in closables:
         await closable.aclose()
+
+
+class ChannelRuntime:
+    """The runtime a platform's is built on: the runner with its per-session queue, the background
+    tasks and the acceptance counter (:meth:`run_on`), the state stores opened (:meth:`open_state`),
+    the unfinished turns recovered (:meth:`recover`), and all of it closed (:meth:`aclose`)."""
+
+    kind: str
+    label: str
+    store: Any
+    api: Any
+    turns: TurnStore
+
+    def run_on(self, runner: _Runner) -> None:
+        self.runner = runner
+        self.queue = session_queue(runner, self.label)
+        self.tasks = BackgroundTasks()
+        self.seq = 0
+
+    @property
+    def stores(self) -> tuple[Any, ...]:
+        """The documents of the channel's state (opened at start, closed at stop)."""
+        return (self.turns,)
+
+    async def open_state(self, *first: _Opens) -> None:
+        await open_stores(self.kind, (*first, *self.stores))
+
+    def recover(self) -> list[TurnRecord]:
+        """The turns a prior run left unfinished, in order; the acceptance counter goes on after them."""
+        pending = recover_turns(self.turns, self.label)
+        self.seq = last_seq(pending)
+        return pending
+
+    def closables(self) -> tuple[Any, ...]:
+        return (*self.stores, self.store, self.api)
+
+    async def aclose(self) -> None:
+        await close_runtime(self.queue, self.runner, self.tasks, self.closables())

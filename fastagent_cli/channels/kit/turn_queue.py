@@ -18,12 +18,11 @@ sustains.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-from fastagent_cli.channels.kit.work import begin_work
+from fastagent_cli.channels.kit.work import begin_work, cancel_all
 
 __all__ = ["MAX_RUNNING_TURNS", "TurnQueue"]
 
@@ -111,9 +110,4 @@ class TurnQueue(Generic[T]):
 
     async def aclose(self) -> None:
         """Cancel every queued and running turn."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_all(self._tasks)

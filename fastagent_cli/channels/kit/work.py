@@ -3,14 +3,18 @@
 Channels acknowledge a webhook at once and run the turn afterwards, so open HTTP requests do not
 show whether the process is busy. Every post-acknowledgement turn calls :func:`begin_work` when it
 is accepted and the returned callback when it settles; :func:`active_work` is the number still in
-flight (what a host's busy probe or a graceful-shutdown report reads).
+flight (what a host's busy probe or a graceful-shutdown report reads). :func:`cancel_all` is how
+a channel ends its background work on close.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
 
-__all__ = ["active_work", "begin_work"]
+__all__ = ["active_work", "begin_work", "cancel_all"]
 
 _in_flight = 0
 
@@ -34,3 +38,13 @@ def begin_work() -> Callable[[], None]:
 def active_work() -> int:
     """Units of channel work in flight in this process (0: idle)."""
     return _in_flight
+
+
+async def cancel_all(tasks: Iterable[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has settled (whatever it raised)."""
+    pending = list(tasks)
+    for task in pending:
+        task.cancel()
+    for task in pending:
+        with contextlib.suppress(BaseException):
+            await task

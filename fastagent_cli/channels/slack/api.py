@@ -1,15 +1,17 @@
 """The Slack Web API client the channel and ``slack_send`` share (features N9-N11, N14).
 
-Every call goes through :meth:`SlackApi.call`: a bearer token from the channel's token provider
-(rotated when due), :data:`API_TIMEOUT_S` end to end, and a rate-limited answer (HTTP ``429`` or
-``error: ratelimited``) retried up to :data:`RETRIES` times after Slack's ``Retry-After`` when that
-is at most :data:`MAX_RETRY_AFTER_S`. Nothing else is retried: a message whose answer was lost may
-have been posted. Success is the body's own ``ok: true``; every failure is a :class:`SlackApiError`
-naming the method and Slack's ``error`` code (and the scope it ``needed``).
+Every call goes through :meth:`SlackApi.call`, on the kit's transport
+(:class:`~fastagent_cli.channels.kit.api.PlatformClient`): a bearer token from the channel's token
+provider (rotated when due), :data:`API_TIMEOUT_S` end to end, and a rate-limited answer (HTTP
+``429`` or ``error: ratelimited``) retried up to three times after Slack's ``Retry-After`` when that
+is at most 30 s. A network failure or a ``5xx`` is retried only for the reads (``auth.test``,
+``files.info``) or when the request never left: a message whose answer was lost may have been
+posted. Success is the body's own ``ok: true``; every failure is a
+:class:`~fastagent_cli.errors.ChannelApiError` (``SlackApiError`` here) naming the method, with
+Slack's ``error`` as its ``code`` (and the scope it ``needed`` in its words).
 
-Output is standard Markdown (``markdown_text``), at most :data:`MAX_MARKDOWN` characters a call
-(Slack takes 12 000): :func:`chunk_markdown` splits longer text at paragraph or line boundaries and
-keeps code fences balanced across parts. Link unfurls are off. Private files download with the bot
+Output is standard Markdown (``markdown_text``), cut into parts by
+:mod:`~fastagent_cli.channels.slack.markdown`. Link unfurls are off. Private files download with the bot
 token, from HTTPS Slack hosts only (``slack.com``, ``slack-files.com``, ``slack-edge.com`` and
 their subdomains, or the configured API origin), following at most :data:`MAX_REDIRECTS`
 redirects, capped at :data:`MAX_DOWNLOAD_BYTES` and :data:`DOWNLOAD_TIMEOUT_S`.
@@ -18,9 +20,7 @@ redirects, capped at :data:`MAX_DOWNLOAD_BYTES` and :data:`DOWNLOAD_TIMEOUT_S`.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,33 +28,27 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from fastagent_cli.errors import one_line
+from fastagent_cli.channels.kit.api import Answer, PlatformClient, json_object
+from fastagent_cli.channels.slack.markdown import chunk_markdown
+from fastagent_cli.errors import ChannelApiError
 
 __all__ = [
     "API_BASE_ENV",
     "DEFAULT_API_BASE",
     "MAX_DOWNLOAD_BYTES",
-    "MAX_MARKDOWN",
     "SlackApi",
     "SlackApiError",
     "SlackTarget",
-    "chunk_markdown",
-    "chunk_text",
+    "native_unavailable",
     "resolve_api_base",
-    "sanitize_markdown",
 ]
-
-log = logging.getLogger("fastagent.channel")
 
 DEFAULT_API_BASE = "https://slack.com/api"
 API_BASE_ENV = "SLACK_API_BASE_URL"
 API_TIMEOUT_S = 30.0
 DOWNLOAD_TIMEOUT_S = 120.0
-RETRIES = 3
-MAX_RETRY_AFTER_S = 30.0
 MAX_REDIRECTS = 3
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-MAX_MARKDOWN = 10_000
 _NATIVE_UNAVAILABLE = {
     "channel_type_not_supported",
     "messages_tab_disabled",
@@ -64,8 +58,8 @@ _NATIVE_UNAVAILABLE = {
     "not_allowed_token_type",
     "unknown_method",
 }
+_READS = {"auth.test", "files.info"}
 _SLACK_HOSTS = ("slack.com", "slack-files.com", "slack-edge.com")
-_CONTROL = re.compile(r"<[@!][^<>]*>")
 
 TokenSource = Callable[[], Awaitable[str]]
 
@@ -74,23 +68,14 @@ def resolve_api_base(explicit: str | None = None) -> str:
     return (explicit or os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE).rstrip("/")
 
 
-class SlackApiError(Exception):
-    """A failed Web API call. ``status`` 0: no HTTP answer (network, timeout); ``error``: Slack's code."""
+SlackApiError = ChannelApiError
+"""A failed Web API call (the kit's one error type): ``status`` 0, no HTTP answer; ``code``, Slack's
+``error``."""
 
-    def __init__(self, method: str, status: int, description: str, error: str | None = None) -> None:
-        self.method = method
-        self.status = status
-        self.error = error
-        super().__init__(
-            f"slack {method}: {description}"
-            if status == 0
-            else f"slack {method} failed: {status} {description}"
-        )
 
-    @property
-    def native_unavailable(self) -> bool:
-        """A definitive "this app cannot stream here" (safe to fall back to a plain reply)."""
-        return self.error in _NATIVE_UNAVAILABLE
+def native_unavailable(exc: ChannelApiError) -> bool:
+    """A definitive "this app cannot stream here" (safe to fall back to a plain reply)."""
+    return exc.code in _NATIVE_UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,59 +92,9 @@ class SlackTarget:
         return self.channel_id.startswith("D")
 
 
-def sanitize_markdown(text: str) -> str:
-    """Neutralise Slack's notification controls (``<!channel>``, ``<@U1>``...): the model's answer
-    never pings anyone; deliberate mentions belong to ``slack_send``."""
-    return _CONTROL.sub(lambda m: "&lt;" + m.group(0)[1:], text)
+class SlackApi(PlatformClient):
+    platform = "slack"
 
-
-def chunk_text(text: str, limit: int = MAX_MARKDOWN) -> list[str]:
-    """Parts of at most ``limit`` code points, cut at a paragraph, else a line, else anywhere."""
-    if len(text) <= limit:
-        return [text]
-    parts: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = window.rfind("\n\n")
-        cut = cut + 2 if cut > 0 else window.rfind("\n") + 1
-        if cut <= 0:
-            cut = limit
-        parts.append(rest[:cut])
-        rest = rest[cut:]
-    if rest:
-        parts.append(rest)
-    return parts
-
-
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")
-
-
-def chunk_markdown(markdown: str, limit: int = MAX_MARKDOWN) -> list[str]:
-    """Markdown parts of at most ``limit`` code points; a code fence open at a cut is closed there
-    and reopened (same info string) at the start of the next part."""
-    if len(markdown) <= limit:
-        return [markdown]
-    out: list[str] = []
-    fence: tuple[str, str] | None = None
-    for raw in chunk_text(markdown, limit - 140):
-        entering = fence
-        for line in raw.split("\n"):
-            found = _FENCE.match(line)
-            if not found or len(found.group(1)) > 64:
-                continue
-            marker = found.group(1)
-            if fence is None:
-                fence = (marker, marker + found.group(2)[:64])
-            elif marker[0] == fence[0][0] and len(marker) >= len(fence[0]):
-                fence = None
-        prefix = f"{entering[1]}\n" if entering else ""
-        suffix = f"\n{fence[0]}" if fence else ""
-        out.append(prefix + raw + suffix)
-    return out
-
-
-class SlackApi:
     def __init__(
         self,
         token: str | TokenSource,
@@ -167,15 +102,25 @@ class SlackApi:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        super().__init__(timeout=API_TIMEOUT_S, sleep=sleep)
         self._token: TokenSource = _constant(token) if isinstance(token, str) else token
         self.base = resolve_api_base(api_base_url)
         parts = urlsplit(self.base)
         self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(API_TIMEOUT_S), follow_redirects=False)
-        self._sleep = sleep
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
+    def read(self, response: httpx.Response) -> Answer:
+        data = json_object(response.content)
+        if response.status_code == 200 and data.get("ok") is True:
+            return Answer(ok=True, data=data)
+        error = str(data.get("error") or "") or None
+        detail = "; ".join(
+            [
+                error or "the answer was not the expected Slack JSON",
+                *([f"needed {data['needed']}"] if data.get("needed") else []),
+                *[str(m) for m in (data.get("response_metadata") or {}).get("messages") or []],
+            ]
+        )
+        return Answer(ok=False, description=detail, code=error, limited=error == "ratelimited")
 
     # --- the pipeline ---------------------------------------------------------------------------
 
@@ -184,43 +129,14 @@ class SlackApi:
     ) -> dict[str, Any]:
         body = {k: v for k, v in (params or {}).items() if v is not None}
         url = f"{self.base}/{method}"
-        attempt = 0
-        while True:
-            token = await self._token()
-            headers = {"authorization": f"Bearer {token}"}
-            try:
-                async with asyncio.timeout(API_TIMEOUT_S):
-                    if get:
-                        response = await self._client.get(url, params=body, headers=headers)
-                    else:
-                        response = await self._client.post(url, json=body, headers=headers)
-            except (httpx.TransportError, TimeoutError) as exc:
-                raise SlackApiError(method, 0, _describe(exc)) from None
-            data = _json(response)
-            if response.status_code == 200 and data.get("ok") is True:
-                return data
-            error = str(data.get("error") or "") or None
-            if (response.status_code == 429 or error == "ratelimited") and attempt < RETRIES:
-                wait = _retry_after(response, attempt)
-                if wait <= MAX_RETRY_AFTER_S:
-                    log.warning(
-                        "[slack] %s: rate limited; retrying in %g s (%d/%d)",
-                        method,
-                        wait,
-                        attempt + 1,
-                        RETRIES,
-                    )
-                    await self._sleep(wait)
-                    attempt += 1
-                    continue
-            detail = "; ".join(
-                [
-                    error or "the answer was not the expected Slack JSON",
-                    *([f"needed {data['needed']}"] if data.get("needed") else []),
-                    *[str(m) for m in (data.get("response_metadata") or {}).get("messages") or []],
-                ]
-            )
-            raise SlackApiError(method, response.status_code, one_line(detail, 500), error)
+
+        async def send() -> httpx.Response:
+            headers = {"authorization": f"Bearer {await self._token()}"}
+            if get:
+                return await self._client.get(url, params=body, headers=headers)
+            return await self._client.post(url, json=body, headers=headers)
+
+        return await self.request(method, send, idempotent=method in _READS)
 
     # --- messages -------------------------------------------------------------------------------
 
@@ -241,7 +157,7 @@ class SlackApi:
         )
         ts = data.get("ts")
         if not isinstance(ts, str):
-            raise SlackApiError("chat.postMessage", 200, "the answer carried no ts")
+            raise self.error("chat.postMessage", 200, "the answer carried no ts")
         return ts
 
     async def send_markdown(self, target: SlackTarget, markdown: str) -> str | None:
@@ -260,7 +176,7 @@ class SlackApi:
                 "chat.update", {"channel": channel, "ts": ts, "text": text, "markdown_text": markdown}
             )
         except SlackApiError as exc:
-            if exc.error != "message_not_modified":
+            if exc.code != "message_not_modified":
                 raise
 
     async def delete(self, channel: str, ts: str) -> None:
@@ -272,7 +188,7 @@ class SlackApi:
         self, target: SlackTarget, *, markdown: str | None = None, chunks: list[dict[str, Any]] | None = None
     ) -> str:
         if not target.thread_ts:
-            raise SlackApiError("chat.startStream", 0, "a native stream needs a parent thread")
+            raise self.error("chat.startStream", 0, "a native stream needs a parent thread")
         params: dict[str, Any] = {
             "channel": target.channel_id,
             "thread_ts": target.thread_ts,
@@ -282,15 +198,13 @@ class SlackApi:
         }
         if not target.is_dm:
             if not target.recipient_user_id or not target.recipient_team_id:
-                raise SlackApiError(
-                    "chat.startStream", 0, "a channel stream needs the recipient user and team"
-                )
+                raise self.error("chat.startStream", 0, "a channel stream needs the recipient user and team")
             params["recipient_user_id"] = target.recipient_user_id
             params["recipient_team_id"] = target.recipient_team_id
         data = await self.call("chat.startStream", params)
         ts = data.get("ts")
         if not isinstance(ts, str):
-            raise SlackApiError("chat.startStream", 200, "the answer carried no ts")
+            raise self.error("chat.startStream", 200, "the answer carried no ts")
         return ts
 
     async def append_stream(
@@ -327,7 +241,7 @@ class SlackApi:
         try:
             await self.call(method, {"channel": channel, "timestamp": ts, "name": name})
         except SlackApiError as exc:
-            if exc.error not in ("already_reacted", "no_reaction"):
+            if exc.code not in ("already_reacted", "no_reaction"):
                 raise
 
     # --- files ----------------------------------------------------------------------------------
@@ -336,7 +250,7 @@ class SlackApi:
         data = await self.call("files.info", {"file": file_id}, get=True)
         info = data.get("file")
         if not isinstance(info, dict) or not info.get("id"):
-            raise SlackApiError("files.info", 200, f"the answer carried no file for {file_id}")
+            raise self.error("files.info", 200, f"the answer carried no file for {file_id}")
         return info
 
     def _trusted(self, url: str) -> str:
@@ -345,9 +259,7 @@ class SlackApi:
         same_origin = f"{parts.scheme}://{parts.netloc}" == self._origin
         slack = any(host == h or host.endswith("." + h) for h in _SLACK_HOSTS)
         if not same_origin and not (slack and parts.scheme == "https"):
-            raise SlackApiError(
-                "file download", 0, f"refusing a file URL outside Slack's HTTPS hosts ({host})"
-            )
+            raise self.error("file download", 0, f"refusing a file URL outside Slack's HTTPS hosts ({host})")
         return url
 
     async def download(self, info: dict[str, Any], max_bytes: int = MAX_DOWNLOAD_BYTES) -> tuple[bytes, str]:
@@ -355,53 +267,35 @@ class SlackApi:
         file_id = info.get("id") or "(unknown)"
         access = info.get("file_access")
         if access == "check_file_info":
-            raise SlackApiError("file download", 0, f"file {file_id} is not ready yet")
+            raise self.error("file download", 0, f"file {file_id} is not ready yet")
         if access == "access_denied":
-            raise SlackApiError("file download", 0, f"file {file_id} is not accessible to the app")
+            raise self.error("file download", 0, f"file {file_id} is not accessible to the app")
         url = info.get("url_private_download") or info.get("url_private")
         if not isinstance(url, str):
             kind = f"external ({info.get('external_type')})" if info.get("is_external") else info.get("mode")
-            raise SlackApiError("file download", 0, f"file {file_id} has no downloadable bytes ({kind})")
+            raise self.error("file download", 0, f"file {file_id} has no downloadable bytes ({kind})")
         if int(info.get("size") or 0) > max_bytes:
-            raise SlackApiError("file download", 0, f"file {file_id} is too large (max {max_bytes >> 20} MB)")
+            raise self.error("file download", 0, f"file {file_id} is too large (max {max_bytes >> 20} MB)")
         current = self._trusted(url)
-        try:
-            async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
-                for _ in range(MAX_REDIRECTS + 1):
-                    token = await self._token()
-                    headers = {"authorization": f"Bearer {token}"}
-                    async with self._client.stream("GET", current, headers=headers) as response:
-                        if response.status_code in (301, 302, 303, 307, 308):
-                            location = response.headers.get("location")
-                            if not location:
-                                raise SlackApiError(
-                                    "file download", response.status_code, "a redirect without Location"
-                                )
-                            current = self._trusted(urljoin(current, location))
-                            continue
-                        if response.status_code != 200:
-                            raise SlackApiError(
-                                "file download", response.status_code, "the file bytes were refused"
+        async with self.downloading("file download", DOWNLOAD_TIMEOUT_S):
+            for _ in range(MAX_REDIRECTS + 1):
+                token = await self._token()
+                headers = {"authorization": f"Bearer {token}"}
+                async with self._client.stream("GET", current, headers=headers) as response:
+                    if response.status_code in (301, 302, 303, 307, 308):
+                        location = response.headers.get("location")
+                        if not location:
+                            raise self.error(
+                                "file download", response.status_code, "a redirect without Location"
                             )
-                        chunks: list[bytes] = []
-                        received = 0
-                        async for chunk in response.aiter_bytes():
-                            received += len(chunk)
-                            if received > max_bytes:
-                                raise SlackApiError(
-                                    "file download",
-                                    0,
-                                    f"file {file_id} is too large (max {max_bytes >> 20} MB)",
-                                )
-                            chunks.append(chunk)
-                        return b"".join(chunks), response.headers.get("content-type", "")
-                raise SlackApiError("file download", 0, f"more than {MAX_REDIRECTS} redirects")
-        except TimeoutError:
-            raise SlackApiError(
-                "file download", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise SlackApiError("file download", 0, _describe(exc)) from None
+                        current = self._trusted(urljoin(current, location))
+                        continue
+                    if response.status_code != 200:
+                        raise self.error("file download", response.status_code, "the file bytes were refused")
+                    too_large = f"file {file_id} is too large (max {max_bytes >> 20} MB)"
+                    data = await self.read_capped(response, "file download", max_bytes, too_large, 0)
+                    return data, response.headers.get("content-type", "")
+            raise self.error("file download", 0, f"more than {MAX_REDIRECTS} redirects")
 
 
 def _constant(token: str) -> TokenSource:
@@ -409,24 +303,3 @@ def _constant(token: str) -> TokenSource:
         return token
 
     return current
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return f"no answer within {API_TIMEOUT_S:g} s"
-    return one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, 300)
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _retry_after(response: httpx.Response, attempt: int) -> float:
-    try:
-        return max(1.0, float(response.headers.get("retry-after", attempt + 1)))
-    except ValueError:
-        return float(attempt + 1)

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.home import state_root_of
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.routes import ChannelRoutes, Route
+from fastagent_cli.channels.slack.ingress import SlackIngress
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.runtime import DEFAULT_WELCOME, KIND
 from fastagent_cli.errors import ServeError
@@ -53,9 +53,6 @@ ENV = {
     "client_secret": "SLACK_CLIENT_SECRET",
     "bot_token_expires_at": "SLACK_BOT_TOKEN_EXPIRES_AT",
 }
-
-Route = Callable[[Mapping[str, Any]], Any]
-OnError = Callable[[ChannelFailure], "str | None"]
 
 
 class SlackChannel:
@@ -83,10 +80,10 @@ class SlackChannel:
                 "(Basic Information -> App Credentials)"
             )
         self.state_root = state_root_of(ctx)
-        return SlackIntake(self, ctx, bot_token, secret).routes()
+        return SlackIngress(SlackIntake(self, ctx, bot_token, secret)).routes()
 
     async def register_webhook(self, public_url: str) -> str:
-        from fastagent_cli.channels.slack.onboard import register_request_url
+        from fastagent_cli.channels.slack.register import register_request_url
 
         return await register_request_url(public_url, self._state_root_for_registration(), self.options)
 

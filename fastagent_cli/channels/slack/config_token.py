@@ -5,6 +5,7 @@ slack/onboarding.json``, 0600) holding the configuration token pair, the token r
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,9 @@ from typing import Any
 
 import httpx
 
+from fastagent_cli.channels.kit.api import Answer, PlatformClient, json_object
 from fastagent_cli.channels.kit.document import StateDocument
-from fastagent_cli.errors import one_line
+from fastagent_cli.errors import ChannelApiError
 from fastagent_cli.state.channel_state import FileChannelState, channel_home
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "SlackConfigError",
     "config_call",
     "current_config_token",
+    "update_manifest",
     "open_onboarding",
 ]
 
@@ -30,10 +33,33 @@ API_TIMEOUT_S = 30.0
 CONFIG_TOKEN_LIFETIME_S = 11 * 3600  # Slack's are 12 h; rotate before the edge
 
 
-class SlackConfigError(Exception):
-    def __init__(self, method: str, code: str, detail: str = "") -> None:
-        self.code = code
-        super().__init__(f"Slack {method} failed: {code}{f' — {detail}' if detail else ''}")
+SlackConfigError = ChannelApiError
+"""A failed App Configuration call (the kit's one error type; ``code``: Slack's ``error``; ``status``
+0: no answer arrived, so the call may or may not have happened)."""
+
+
+class _ConfigApi(PlatformClient):
+    """The App Configuration API (``apps.manifest.*``, ``tooling.tokens.rotate``, ``oauth.v2.access``)."""
+
+    platform = "slack"
+
+    def read(self, response: httpx.Response) -> Answer:
+        data = json_object(response.content)
+        if response.status_code == 200 and data.get("ok") is True:
+            return Answer(ok=True, data=data)
+        fields = "; ".join(
+            f"{e.get('pointer', 'manifest')}: {e.get('message', 'invalid')}"
+            for e in data.get("errors") or []
+            if isinstance(e, dict)
+        )
+        code = str(data.get("error") or f"http_{response.status_code}")
+        detail = code + (f" — {fields}" if fields else "") if data else f"{code} — the answer was not JSON"
+        return Answer(ok=False, description=detail, code=code, limited=code == "ratelimited")
+
+    async def call(self, url: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        method = url.rsplit("/", 1)[-1]
+        return await self.request(method, lambda: self._client.post(url, json=body, headers=headers))
 
 
 def _valid(value: Any) -> bool:
@@ -77,28 +103,12 @@ async def open_onboarding(state_root: Path) -> Onboarding:
 async def config_call(
     api_base: str, method: str, body: dict[str, Any], token: str | None = None
 ) -> dict[str, Any]:
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(timeout=API_TIMEOUT_S) as client:
-        try:
-            response = await client.post(f"{api_base}/{method}", json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise SlackConfigError(
-                method, "request_failed", one_line(f"{type(exc).__name__}: {exc}", 200)
-            ) from None
+    """One App Configuration call on the kit's transport; its answer. Raises :class:`SlackConfigError`."""
+    api = _ConfigApi(timeout=API_TIMEOUT_S)
     try:
-        data = response.json()
-    except ValueError:
-        raise SlackConfigError(method, f"http_{response.status_code}", "the answer was not JSON") from None
-    if response.status_code != 200 or not isinstance(data, dict) or data.get("ok") is not True:
-        errors = data.get("errors") if isinstance(data, dict) else None
-        fields = "; ".join(
-            f"{e.get('pointer', 'manifest')}: {e.get('message', 'invalid')}"
-            for e in errors or []
-            if isinstance(e, dict)
-        )
-        code = str((data.get("error") if isinstance(data, dict) else None) or f"http_{response.status_code}")
-        raise SlackConfigError(method, code, fields)
-    return data
+        return await api.call(f"{api_base}/{method}", body, token)
+    finally:
+        await api.aclose()
 
 
 async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
@@ -111,7 +121,9 @@ async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
         api_base, "tooling.tokens.rotate", {"refresh_token": state["configRefreshToken"]}
     )
     if not isinstance(rotated.get("token"), str) or not isinstance(rotated.get("refresh_token"), str):
-        raise SlackConfigError("tooling.tokens.rotate", "incomplete_answer")
+        raise SlackConfigError(
+            "slack", "tooling.tokens.rotate", 200, "incomplete_answer", "incomplete_answer"
+        )
     state.update(
         configToken=rotated["token"],
         configRefreshToken=rotated["refresh_token"],
@@ -119,3 +131,10 @@ async def current_config_token(onboarding: Onboarding, api_base: str) -> str:
     )
     await onboarding.save(state)
     return str(state["configToken"])
+
+
+async def update_manifest(api_base: str, app_id: str, manifest: dict[str, Any], token: str) -> None:
+    """``apps.manifest.update``: the app's whole manifest replaced by ``manifest``."""
+    await config_call(
+        api_base, "apps.manifest.update", {"app_id": app_id, "manifest": json.dumps(manifest)}, token
+    )

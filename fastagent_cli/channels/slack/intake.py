@@ -1,21 +1,15 @@
-"""Slack acceptance: ``POST /slack`` checks (in the order :mod:`~fastagent_cli.channels.slack.channel`
-documents), then what an event causes — a durable turn, a buffered context line, a stop command, a
-one-time welcome, or nothing — made durable before the ``200``.
+"""Slack acceptance: what an event the ingress let through causes — a durable turn, a buffered context
+line, a stop command, a one-time welcome, or nothing — made durable before the ``200``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from aiohttp import web
-
 from fastagent_cli.channels.kit.invoke import truncate
-from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.routes import decide_route
 from fastagent_cli.channels.kit.stop import dispatch_stop, is_stop_text
 from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.slack.api import SlackApiError, SlackTarget
@@ -36,76 +30,19 @@ from fastagent_cli.channels.slack.parse import (
     team_id_of,
 )
 from fastagent_cli.channels.slack.runtime import SlackRuntime
-from fastagent_cli.channels.slack.verify import verify_slack_signature
-from fastagent_cli.errors import one_line
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
 
-__all__ = ["ROUTE", "SlackIntake"]
+__all__ = ["SlackIntake"]
 
 log = logging.getLogger("fastagent.channel")
 
-ROUTE = "/slack"
-
 
 class SlackIntake(SlackRuntime):
-    """The webhook of one mounted Slack channel (its runtime is :class:`SlackRuntime`)."""
-
-    def routes(self) -> ChannelRoutes:
-        return ChannelRoutes({ROUTE: self.handle}, start=self.start, close=self.aclose)
-
-    # --- the webhook ----------------------------------------------------------------------------
-
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
-        headers = request.headers
-        if not verify_slack_signature(
-            self.secret, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature"), raw
-        ):
-            log.warning("[slack] rejected an event with an invalid or stale X-Slack-Signature")
-            return text_response("invalid signature\n", 401)
-        try:
-            envelope = json.loads(raw)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(envelope, dict):
-            return text_response("invalid json\n", 400)
-        if envelope.get("type") == "url_verification" and isinstance(envelope.get("challenge"), str):
-            return web.json_response({"challenge": envelope["challenge"]})
-        if envelope.get("type") != "event_callback":
-            return web.Response(status=200)
-        retry = headers.get("x-slack-retry-num")
-        if retry:
-            log.info(
-                "[slack] Slack retry %s of event %s (%s)",
-                retry,
-                envelope.get("event_id"),
-                headers.get("x-slack-retry-reason", "unknown reason"),
-            )
-        if not await self._authenticated():
-            log.error(
-                "[slack] refusing to acknowledge event %s: authentication is unavailable",
-                envelope.get("event_id"),
-            )
-            return text_response("slack authentication unavailable\n", 503)
-        try:
-            await asyncio.shield(self._accept(envelope))
-        except StateWriteError as exc:
-            log.error(
-                "[slack] could not persist event %s, so Slack will deliver it again: %s",
-                envelope.get("event_id"),
-                exc,
-            )
-            return text_response("cannot persist the event\n", 500)
-        return web.Response(status=200)
+    """The acceptance boundary of one mounted channel (its state and runner are the runtime's)."""
 
     def _thread_key(self, team: str, channel: str, ts: str) -> str:
         return f"slack:{team}:{channel}:{ts}"
 
-    async def _accept(self, envelope: dict[str, Any]) -> None:
+    async def accept(self, envelope: dict[str, Any]) -> None:
         event = envelope.get("event")
         if not isinstance(event, dict):
             return
@@ -189,23 +126,19 @@ class SlackIntake(SlackRuntime):
             self.participants.merge(self._thread_key(team, channel, thread), humans=[user], agent_spoke=True)
 
     def _decide(self, envelope: Mapping[str, Any]) -> SlackRoute | None:
-        try:
-            if self.route is None:
-                return default_slack_route(envelope)
-            decided = self.route(envelope)
-        except Exception as exc:
-            log.error(
-                "[slack] route(envelope) raised, so the event is dropped: %s",
-                one_line(f"{type(exc).__name__}: {exc}", 500),
-            )
-            return None
-        if decided is None or isinstance(decided, SlackRoute):
-            return decided
-        if isinstance(decided, Mapping):
-            fields = ("session", "channel_id", "thread_ts", "text")
-            return SlackRoute(**{k: decided.get(k) for k in fields}, top_level=bool(decided.get("top_level")))
-        log.error("[slack] route(envelope) returned %r: return a SlackRoute, a dict or None", decided)
-        return None
+        return decide_route(
+            self.route,
+            lambda: default_slack_route(envelope),
+            envelope,
+            SlackRoute,
+            lambda d: SlackRoute(
+                **{k: d.get(k) for k in ("session", "channel_id", "thread_ts", "text")},
+                top_level=bool(d.get("top_level")),
+            ),
+            label="[slack]",
+            argument="envelope",
+            dropped="the event",
+        )
 
     async def _stop(self, session: str, target: SlackTarget) -> None:
         feedback = await dispatch_stop(self.control, session, "[slack]")

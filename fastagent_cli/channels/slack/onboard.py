@@ -17,9 +17,8 @@ A single-workspace internal app, created and installed from the terminal:
    secret go to ``.env``.
 
 ``--replace-config`` swaps an expired or revoked configuration token pair without touching the app.
-:func:`register_request_url` is the channel's ``register_webhook``: ``dev --tunnel`` and
-``deploy --run`` point an onboarded app at ``<public url>/slack``; without onboarding state the URL
-is printed for the console instead. Base URLs: ``SLACK_API_BASE_URL`` (Web API) and
+Pointing an onboarded app at a public URL later is :mod:`~fastagent_cli.channels.slack.register`.
+Base URLs: ``SLACK_API_BASE_URL`` (Web API) and
 ``SLACK_OAUTH_BASE_URL`` (the authorize page), for tests and gateways.
 """
 
@@ -40,7 +39,6 @@ from urllib.parse import urlencode
 
 import httpx
 
-from fastagent_cli.channels.kit.health import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, wait_for_health
 from fastagent_cli.channels.slack.api import resolve_api_base
 from fastagent_cli.channels.slack.config_token import (
     API_TIMEOUT_S,
@@ -50,6 +48,7 @@ from fastagent_cli.channels.slack.config_token import (
     config_call,
     current_config_token,
     open_onboarding,
+    update_manifest,
 )
 from fastagent_cli.channels.slack.manifest import bot_scopes, build_manifest
 from fastagent_cli.channels.slack.setup_server import SetupServer
@@ -63,7 +62,6 @@ __all__ = [
     "SetupServer",
     "onboard_slack",
     "open_onboarding",
-    "register_request_url",
     "replace_config_tokens",
 ]
 
@@ -190,7 +188,7 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
                     api_base, "apps.manifest.create", {"manifest": json.dumps(manifest)}, token
                 )
             except SlackConfigError as exc:
-                if exc.code not in _AMBIGUOUS and exc.code != "request_failed":
+                if exc.status != 0 and exc.code not in _AMBIGUOUS:
                     state.pop("createAttemptedAt", None)
                     await onboarding.save(state)
                 raise ConfigError(str(exc)) from None
@@ -218,12 +216,7 @@ async def onboard_slack(state_root: Path, app_name: str, group_behavior: str, io
                 )
             io.say(f"Resuming Slack app {state['appId']}…")
             try:
-                await config_call(
-                    api_base,
-                    "apps.manifest.update",
-                    {"app_id": state["appId"], "manifest": json.dumps(manifest)},
-                    token,
-                )
+                await update_manifest(api_base, state["appId"], manifest, token)
             except SlackConfigError as exc:
                 raise ConfigError(str(exc)) from None
         if state.get("signingSecret"):
@@ -328,50 +321,3 @@ async def _exchange(
             "Slack oauth.v2.access answered without rotating bot credentials (is token rotation on?)"
         )
     return data
-
-
-async def register_request_url(public_url: str, state_root: Path | None, options: dict[str, Any]) -> str:
-    """Point an onboarded app at ``<public_url>/slack`` (see the module doc)."""
-    request_url = public_url.rstrip("/") + "/slack"
-    onboarding = await open_onboarding(state_root) if state_root is not None else None
-    try:
-        state = onboarding.state if onboarding is not None else None
-        if onboarding is None or state is None or not state.get("appId"):
-            log.info(
-                "[slack] set the app's Event Subscriptions Request URL to %s (no onboarding state here)",
-                request_url,
-            )
-            return "manual"
-        if not await wait_for_health(public_url.rstrip("/") + "/health", HEALTH_TIMEOUT_S, HEALTH_INTERVAL_S):
-            log.error(
-                "[slack] %s/health did not answer; set the Request URL by hand: %s", public_url, request_url
-            )
-            return "failed"
-        api_base = resolve_api_base(options.get("api_base_url"))
-        try:
-            token = await current_config_token(onboarding, api_base)
-            manifest = build_manifest(state["appName"], state["groupBehavior"], request_url=request_url)
-            await config_call(
-                api_base,
-                "apps.manifest.update",
-                {"app_id": state["appId"], "manifest": json.dumps(manifest)},
-                token,
-            )
-        except SlackConfigError as exc:
-            hint = (
-                " (run `fastagent add slack --replace-config`)"
-                if exc.code in ("invalid_auth", "token_expired", "invalid_refresh_token")
-                else ""
-            )
-            log.error(
-                "[slack] apps.manifest.update failed: %s%s; set the Request URL by hand: %s",
-                exc,
-                hint,
-                request_url,
-            )
-            return "failed"
-        log.info("[slack] Request URL updated: %s", request_url)
-        return "registered"
-    finally:
-        if onboarding is not None:
-            await onboarding.aclose()

@@ -2,7 +2,7 @@
 kit.lifecycle`'s): a queued turn gets a ``⏳ Queued`` notice (or, in a DM, a queued Agent status);
 at dequeue the discussion buffered in its place is folded in, its files resolved (``files.info``
 now: only ids were persisted), the triggering message gets 👀, the Agent runs with the busy-wait,
-and the answer is rendered (:mod:`~fastagent_cli.channels.slack.render`). On ``completed`` the
+and the answer is rendered (:mod:`~fastagent_cli.channels.slack.deliver`). On ``completed`` the
 intent is removed and the fold committed; 👀 becomes ✅.
 
 Files: an image becomes a vision input; any other file is saved as
@@ -25,24 +25,22 @@ from typing import Any
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
 from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
-    ChannelFailure,
     ManifestFile,
     attached_files_manifest,
     attributed_file_name,
     missing_attachments_note,
-    stream_turn,
 )
 from fastagent_cli.channels.kit.lifecycle import (
     DEFERRED_NOTICE,
     DROPPED_NOTICE,
     QUEUED_NOTICE,
-    QueuedNotices,
     run_durable_turn,
 )
+from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
-from fastagent_cli.channels.slack.render import render_reply, settle_notice
-from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Prompt, Scope
+from fastagent_cli.channels.slack.deliver import render_reply, settle_notice
+from fastagent_cli.contract import AgentEvent, Failed, ImageRef
 from fastagent_cli.errors import one_line
 
 __all__ = ["DROPPED_NOTICE", "MARKDOWN_HINT", "QUEUED_NOTICE", "SlackRunner", "is_turn"]
@@ -81,7 +79,7 @@ def _message_of(record: TurnRecord) -> tuple[str, str] | None:
     return (parts[1], parts[2]) if len(parts) == 3 and parts[1] and parts[2] else None
 
 
-class SlackRunner:
+class SlackRunner(ChannelRunner[SlackApi, None]):
     def __init__(
         self,
         agent: Any,
@@ -89,32 +87,23 @@ class SlackRunner:
         turns: TurnStore,
         buffers: ContextBuffer,
         files: Path,
-        format_error: Callable[[ChannelFailure], str | None],
+        format_error: FormatError,
         *,
         rendering: str,
         disclaimer: str | None,
         reactions: tuple[str, str] | None,
         ready: Callable[[], Awaitable[bool]],
     ) -> None:
-        self.agent = agent
-        self.api = api
-        self.turns = turns
-        self.buffers = buffers
-        self.files = files
-        self.format_error = format_error
+        super().__init__(agent, api, turns, buffers, files, format_error, label="[slack]")
         self.rendering = rendering
         self.disclaimer = disclaimer
         self.reactions = reactions
         self.ready = ready
-        self.notices: QueuedNotices[None] = QueuedNotices()
 
     def _native_dm(self, record: TurnRecord) -> bool:
         return self.rendering == "native" and bool(record.get("thread")) and record["channel"].startswith("D")
 
-    def queued(self, record: TurnRecord) -> None:
-        self.notices.post(record["id"], self._notice(record))
-
-    async def _notice(self, record: TurnRecord) -> None:
+    async def notice(self, record: TurnRecord) -> None:
         try:
             if self._native_dm(record):
                 await self.api.set_status(target_of(record), "is queued behind an earlier request…")
@@ -124,9 +113,6 @@ class SlackRunner:
             self.turns.note(record["id"], preview=ts)
         except SlackApiError as exc:
             log.warning("[slack] the queue notice failed (the turn still runs): %s", exc)
-
-    async def aclose(self) -> None:
-        await self.notices.aclose()
 
     async def run(self, record: TurnRecord) -> None:
         notice = self.notices.take(record["id"])
@@ -191,18 +177,8 @@ class SlackRunner:
         except (SlackApiError, OSError) as exc:
             yield Failed(f"could not load a Slack attachment: {one_line(str(exc), 300)}", True)
             return
-        text = record["text"]
-        if fold.text:
-            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
-        prompt = Prompt(text + suffix + MARKDOWN_HINT, tuple(images))
-
-        async def completed() -> None:
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        async for event in stream_turn(
-            self.agent, Scope(record["session"]), prompt, label="[slack]", on_completed=completed
-        ):
+        prompt = folded(record["text"], fold) + suffix + MARKDOWN_HINT
+        async for event in self.answer(record, fold, prompt, images):
             yield event
 
     async def _attachments(self, record: TurnRecord, fold: Fold) -> tuple[list[ImageRef], str]:

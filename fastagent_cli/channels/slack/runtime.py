@@ -16,14 +16,7 @@ from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
 from fastagent_cli.channels.kit.invoke import default_error_message
 from fastagent_cli.channels.kit.participants import ThreadParticipants
-from fastagent_cli.channels.kit.runtime import (
-    BackgroundTasks,
-    close_runtime,
-    last_seq,
-    open_stores,
-    recover_turns,
-    session_queue,
-)
+from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, resolve_api_base
@@ -70,8 +63,11 @@ def _expires_at(value: str) -> int | None:
         raise ServeError(f"SLACK_BOT_TOKEN_EXPIRES_AT must be epoch milliseconds, not {value!r}") from None
 
 
-class SlackRuntime:
+class SlackRuntime(ChannelRuntime):
     """One mounted Slack channel: its state, its runner and queue, and their start and stop."""
+
+    kind = KIND
+    label = "[slack]"
 
     def __init__(self, options: SlackOptions, ctx: Any, bot_token: str, secret: str) -> None:
         o = options.options
@@ -100,25 +96,24 @@ class SlackRuntime:
         self.seen = SeenRing(store, label="[slack]")
         self.participants = ThreadParticipants(store, label="[slack]")
         self.welcomed = _Welcomed(store, label="[slack]", capacity=100_000)
-        self.runner = SlackRunner(
-            ctx.agent,
-            self.api,
-            self.turns,
-            self.buffers,
-            channel_home(state_root_of(ctx), KIND) / "files",
-            o.get("on_error") or default_error_message,
-            rendering=o.get("rendering", "native"),
-            disclaimer=o.get("ai_disclaimer"),
-            reactions=reactions,
-            ready=self._authenticated,
+        self.run_on(
+            SlackRunner(
+                ctx.agent,
+                self.api,
+                self.turns,
+                self.buffers,
+                channel_home(state_root_of(ctx), KIND) / "files",
+                o.get("on_error") or default_error_message,
+                rendering=o.get("rendering", "native"),
+                disclaimer=o.get("ai_disclaimer"),
+                reactions=reactions,
+                ready=self.authenticated,
+            )
         )
-        self.queue = session_queue(self.runner, "[slack]")
         self.team: str | None = None
         self.bot_user: str | None = None
         self.auth: asyncio.Task[bool] | None = None
         self.auth_at = float("-inf")
-        self.seq = 0
-        self.tasks = BackgroundTasks()
         self.welcoming: set[str] = set()
 
     @property
@@ -128,12 +123,10 @@ class SlackRuntime:
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await open_stores(KIND, (self.token, *self.stores))
+        await self.open_state(self.token)
         self.auth = self.tasks.spawn(self._auth_test())
         await asyncio.wait({self.auth}, timeout=AUTH_WAIT_S)
-        pending = recover_turns(self.turns, "[slack]")
-        self.seq = last_seq(pending)
-        for record in pending:
+        for record in self.recover():
             self.queue.accept(record)
 
     async def _auth_test(self) -> bool:
@@ -148,7 +141,8 @@ class SlackRuntime:
         log.info("[slack] authenticated%s", f" for workspace {self.team}" if self.team else "")
         return True
 
-    async def _authenticated(self) -> bool:
+    async def authenticated(self) -> bool:
+        """Does the bot token work (``auth.test``, asked again after a minute when it failed)?"""
         auth = self.auth
         if auth is None:
             return False
@@ -159,6 +153,5 @@ class SlackRuntime:
         except TimeoutError:
             return False
 
-    async def aclose(self) -> None:
-        closables = (*self.stores, self.token.document, self.store, self.api)
-        await close_runtime(self.queue, self.runner, self.tasks, closables)
+    def closables(self) -> tuple[Any, ...]:
+        return (*self.stores, self.token.document, self.store, self.api)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx
 
-from fastagent_cli.channels.slack.api import MAX_MARKDOWN, SlackApi, SlackApiError, SlackTarget
+from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
+from fastagent_cli.channels.slack.markdown import MAX_MARKDOWN
 
 __all__ = ["MAX_UPLOAD_BYTES", "slack_send"]
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import time
+
+from fastagent_cli.channels.kit.routes import MAX_SIGNATURE_AGE_S, timestamp_fresh
 
 __all__ = ["MAX_SIGNATURE_AGE_S", "sign_slack_request", "verify_slack_signature"]
 
-MAX_SIGNATURE_AGE_S = 5 * 60
-_TIMESTAMP = re.compile(r"^\d{1,12}$")
 _SIGNATURE = re.compile(r"^v0=[0-9a-fA-F]{64}$")
 
 
@@ -29,10 +28,12 @@ def sign_slack_request(signing_secret: str, timestamp: str, body: bytes) -> str:
 def verify_slack_signature(
     signing_secret: str, timestamp: str | None, signature: str | None, body: bytes, now: float | None = None
 ) -> bool:
-    if not timestamp or not signature or not _TIMESTAMP.match(timestamp) or not _SIGNATURE.match(signature):
-        return False
-    current = time.time() if now is None else now
-    if abs(int(current) - int(timestamp)) > MAX_SIGNATURE_AGE_S:
+    if (
+        not timestamp
+        or not signature
+        or not _SIGNATURE.match(signature)
+        or not timestamp_fresh(timestamp, now)
+    ):
         return False
     expected = sign_slack_request(signing_secret, timestamp, body)
     return hmac.compare_digest(expected.encode("ascii"), signature.lower().encode("ascii"))

@@ -1,16 +1,18 @@
 """The Telegram Bot API client the channel and the ``telegram_send`` tool share (feature M14).
 
-Every call goes through :meth:`BotApi.call`, which owns the transport rules:
+Every call goes through :meth:`BotApi.call`, on the kit's transport
+(:class:`~fastagent_cli.channels.kit.api.PlatformClient`: one retry policy for ``429`` and ``5xx``,
+one error type):
 
 * each call has :data:`API_TIMEOUT_S` (a file download :data:`DOWNLOAD_TIMEOUT_S`), end to end;
-* a ``429`` is retried up to :data:`RETRIES` times after the ``retry_after`` Telegram sends, when
-  that is at most :data:`FLOOD_WAIT_MAX_S` (a longer flood ban fails at once, visibly);
+* a ``429`` is retried up to three times after the ``retry_after`` Telegram sends, when that is at
+  most 30 s (a longer flood ban fails at once, visibly);
 * a network failure or a ``5xx`` is retried (1 s, 2 s, 4 s) only where repeating cannot duplicate
   anything: the request never left (a refused connection), or the method is idempotent. A
   ``sendMessage`` whose answer was lost is not repeated: it may have been delivered;
 * success is the body's own ``ok: true``;
-* every failure is a :class:`TelegramApiError` naming the method; the bot token never appears in
-  a message.
+* every failure is a :class:`~fastagent_cli.errors.ChannelApiError` (``TelegramApiError`` here)
+  naming the method; the bot token never appears in a message.
 
 The base URL is ``api_base_url=``, else ``TELEGRAM_API_BASE_URL``, else ``https://api.telegram.org``.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -28,8 +29,9 @@ from typing import Any
 
 import httpx
 
+from fastagent_cli.channels.kit.api import MAX_RETRY_AFTER_S, RETRIES, Answer, PlatformClient, json_object
 from fastagent_cli.channels.telegram.html import MAX_MESSAGE, split_message, telegram_html
-from fastagent_cli.errors import one_line
+from fastagent_cli.errors import ChannelApiError, one_line
 
 __all__ = [
     "API_BASE_ENV",
@@ -44,10 +46,9 @@ __all__ = [
     "BotApi",
     "Target",
     "TelegramApiError",
+    "is_parse_error",
     "resolve_api_base",
 ]
-
-log = logging.getLogger("fastagent.channel")
 
 DEFAULT_API_BASE = "https://api.telegram.org"
 API_BASE_ENV = "TELEGRAM_API_BASE_URL"
@@ -55,8 +56,7 @@ BOT_TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
 SECRET_TOKEN_ENV = "TELEGRAM_SECRET_TOKEN"
 API_TIMEOUT_S = 30.0
 DOWNLOAD_TIMEOUT_S = 120.0
-RETRIES = 3
-FLOOD_WAIT_MAX_S = 30.0
+FLOOD_WAIT_MAX_S = MAX_RETRY_AFTER_S
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 _IDEMPOTENT = {
     "getMe",
@@ -72,28 +72,17 @@ _PARSE_ERROR = re.compile(
 )
 _NOT_MODIFIED = re.compile(r"message is not modified", re.I)
 
+TelegramApiError = ChannelApiError
+"""A failed Bot API call (the kit's one error type). ``status`` 0: no HTTP answer."""
+
 
 def resolve_api_base(explicit: str | None = None) -> str:
     return (explicit or os.environ.get(API_BASE_ENV) or DEFAULT_API_BASE).rstrip("/")
 
 
-class TelegramApiError(Exception):
-    """A failed Bot API call. ``status`` 0: the request got no HTTP answer (network, timeout)."""
-
-    def __init__(self, method: str, status: int, description: str) -> None:
-        self.method = method
-        self.status = status
-        self.description = description
-        text = (
-            f"telegram {method}: {description}"
-            if status == 0
-            else f"telegram {method} failed: {status} {description}"
-        )
-        super().__init__(text.strip())
-
-    @property
-    def is_parse_error(self) -> bool:
-        return self.status == 400 and bool(_PARSE_ERROR.search(self.description))
+def is_parse_error(exc: ChannelApiError) -> bool:
+    """Did Telegram refuse the message's HTML markup?"""
+    return exc.status == 400 and bool(_PARSE_ERROR.search(exc.description))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +94,9 @@ class Target:
     reply_to: int | None = None
 
 
-class BotApi:
+class BotApi(PlatformClient):
+    platform = "telegram"
+
     def __init__(
         self,
         token: str,
@@ -114,18 +105,27 @@ class BotApi:
         client: httpx.AsyncClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        super().__init__(timeout=API_TIMEOUT_S, sleep=sleep, client=client)
         self.token = token
         self.base = resolve_api_base(api_base_url)
-        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(API_TIMEOUT_S))
-        self._owns_client = client is None
-        self._sleep = sleep
 
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         return one_line(text.replace(self.token, "<token>"), 500)
+
+    def read(self, response: httpx.Response) -> Answer:
+        data = json_object(response.content)
+        if response.status_code == 200 and data.get("ok") is True:
+            return Answer(ok=True, data=data)
+        parameters = data.get("parameters")
+        wait = parameters.get("retry_after") if isinstance(parameters, dict) else None
+        if not (isinstance(wait, int | float) and not isinstance(wait, bool) and wait >= 0):
+            wait = None
+        return Answer(
+            ok=False,
+            description=str(data.get("description") or "the Bot API answer was not the expected JSON"),
+            limited=response.status_code == 429,
+            retry_after=None if wait is None else float(wait),
+        )
 
     # --- the pipeline ---------------------------------------------------------------------------
 
@@ -140,65 +140,17 @@ class BotApi:
         call is then sent as a multipart form. Raises :class:`TelegramApiError`."""
         url = f"{self.base}/bot{self.token}/{method}"
         body = {k: v for k, v in (params or {}).items() if v is not None}
+
+        async def send() -> httpx.Response:
+            if upload is None:
+                return await self._client.post(url, json=body)
+            field, name, content = upload
+            form = {k: v if isinstance(v, str) else json_text(v) for k, v in body.items()}
+            return await self._client.post(url, data=form, files={field: (name, content)})
+
         timeout = DOWNLOAD_TIMEOUT_S if upload else API_TIMEOUT_S
-        attempt = 0
-        while True:
-            try:
-                async with asyncio.timeout(timeout):
-                    if upload is None:
-                        response = await self._client.post(url, json=body)
-                    else:
-                        field, name, content = upload
-                        form = {k: v if isinstance(v, str) else json_text(v) for k, v in body.items()}
-                        response = await self._client.post(url, data=form, files={field: (name, content)})
-            except (httpx.TransportError, TimeoutError) as exc:
-                never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                if attempt < RETRIES and (never_sent or method in _IDEMPOTENT):
-                    await self._backoff(method, attempt, self._describe(exc))
-                    attempt += 1
-                    continue
-                raise TelegramApiError(method, 0, self._describe(exc)) from None
-            data = _json(response)
-            if response.status_code == 200 and data.get("ok") is True:
-                return data.get("result")
-            description = str(data.get("description") or "the Bot API answer was not the expected JSON")
-            if response.status_code == 429:
-                wait = _retry_after(data, attempt)
-                if wait > FLOOD_WAIT_MAX_S:
-                    raise TelegramApiError(
-                        method,
-                        429,
-                        f"{description} (retry_after {wait:g} s is over the {FLOOD_WAIT_MAX_S:g} s cap)",
-                    )
-                if attempt < RETRIES:
-                    log.warning(
-                        "[telegram] %s: 429 Too Many Requests; retrying in %g s (%d/%d)",
-                        method,
-                        wait,
-                        attempt + 1,
-                        RETRIES,
-                    )
-                    await self._sleep(wait)
-                    attempt += 1
-                    continue
-                raise TelegramApiError(method, 429, f"{description} (gave up after {RETRIES} retries)")
-            if response.status_code >= 500 and attempt < RETRIES and method in _IDEMPOTENT:
-                await self._backoff(method, attempt, f"{response.status_code} {description}")
-                attempt += 1
-                continue
-            raise TelegramApiError(method, response.status_code, self._scrub(description))
-
-    async def _backoff(self, method: str, attempt: int, why: str) -> None:
-        delay = float(2**attempt)
-        log.warning(
-            "[telegram] %s failed (%s); retrying in %g s (%d/%d)", method, why, delay, attempt + 1, RETRIES
-        )
-        await self._sleep(delay)
-
-    def _describe(self, exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError | httpx.TimeoutException):
-            return f"no answer within {API_TIMEOUT_S:g} s"
-        return self._scrub(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        data = await self.request(method, send, idempotent=method in _IDEMPOTENT, attempt_s=timeout)
+        return data.get("result")
 
     # --- messages -------------------------------------------------------------------------------
 
@@ -223,7 +175,7 @@ class BotApi:
             try:
                 result = await self.call("sendMessage", {**params, "parse_mode": "HTML"} if html else params)
             except TelegramApiError as exc:
-                if not (html and exc.is_parse_error):
+                if not (html and is_parse_error(exc)):
                     raise
                 if index == 0:
                     return await self.send_message(target, text, html=False)
@@ -249,7 +201,7 @@ class BotApi:
         except TelegramApiError as exc:
             if _NOT_MODIFIED.search(exc.description):
                 return
-            if not (html and exc.is_parse_error):
+            if not (html and is_parse_error(exc)):
                 raise
             try:
                 await self.call("editMessageText", params)
@@ -268,34 +220,22 @@ class BotApi:
         meta = await self.call("getFile", {"file_id": file_id})
         remote = meta.get("file_path") if isinstance(meta, dict) else None
         if not isinstance(remote, str) or not remote:
-            raise TelegramApiError("getFile", 200, "no file_path in the answer (the file may be over 20 MB)")
+            raise self.error("getFile", 200, "no file_path in the answer (the file may be over 20 MB)")
         if int(meta.get("file_size") or 0) > max_bytes:
-            raise TelegramApiError("getFile", 200, f"the file is too large (max {_size(max_bytes)})")
+            raise self.error("getFile", 200, f"the file is too large (max {_size(max_bytes)})")
         url = f"{self.base}/file/bot{self.token}/{remote}"
-        chunks: list[bytes] = []
-        received = 0
-        try:
-            async with asyncio.timeout(DOWNLOAD_TIMEOUT_S), self._client.stream("GET", url) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    description = str(_json(response).get("description") or response.reason_phrase)
-                    raise TelegramApiError("file download", response.status_code, self._scrub(description))
-                async for chunk in response.aiter_bytes():
-                    received += len(chunk)
-                    if received > max_bytes:
-                        raise TelegramApiError(
-                            "file download",
-                            200,
-                            f"the file is too large (max {_size(max_bytes)})",
-                        )
-                    chunks.append(chunk)
-        except TimeoutError:
-            raise TelegramApiError(
-                "file download", 0, f"no complete answer within {DOWNLOAD_TIMEOUT_S:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            raise TelegramApiError("file download", 0, self._describe(exc)) from None
-        return b"".join(chunks), remote
+        too_large = f"the file is too large (max {_size(max_bytes)})"
+        async with (
+            self.downloading("file download", DOWNLOAD_TIMEOUT_S),
+            self._client.stream("GET", url) as response,
+        ):
+            if response.status_code != 200:
+                description = json_object(await response.aread()).get("description")
+                raise self.error(
+                    "file download", response.status_code, str(description or response.reason_phrase)
+                )
+            data = await self.read_capped(response, "file download", max_bytes, too_large)
+        return data, remote
 
 
 def json_text(value: Any) -> str:
@@ -305,22 +245,6 @@ def json_text(value: Any) -> str:
 
 def _size(count: int) -> str:
     return f"{count // (1024 * 1024)} MB" if count >= 1024 * 1024 else f"{count} bytes"
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _retry_after(data: dict[str, Any], attempt: int) -> float:
-    parameters = data.get("parameters")
-    value = parameters.get("retry_after") if isinstance(parameters, dict) else None
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return float(attempt + 1)
 
 
 def _plain(part: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastagent_cli.channels.kit.context_buffer import clip_line
+from fastagent_cli.channels.kit.context_buffer import BufferEntry, clip_line
 from fastagent_cli.channels.kit.invoke import referent
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "attachment_summary",
     "body_of",
     "bot_id_from_token",
+    "buffer_line",
     "default_telegram_route",
     "is_group",
     "mentions_bot",
@@ -230,3 +231,12 @@ def telegram_envelope(message: Message) -> str:
         parts.append(f"[poll: {poll.get('question')} — {options}]")
     lines.append("\n".join(p for p in parts if p))
     return "\n".join(lines)
+
+
+def buffer_line(entry: BufferEntry) -> str:
+    """``@alice (msg 12, reply to msg 10): text``: one line of the fold, and its budget cost."""
+    meta = [f"msg {entry['msg']}"] if entry.get("msg") is not None else []
+    if entry.get("reply") is not None:
+        meta.append(f"reply to msg {entry['reply']}")
+    where = f" ({', '.join(meta)})" if meta else ""
+    return f"{entry.get('sender') or 'someone'}{where}: {entry['body']}"

@@ -1,36 +1,35 @@
 """Running the Telegram turns the webhook accepted: one :class:`TurnRunner` per mounted channel.
 
 A turn is a persisted intent (:data:`TurnRecord`: the session, the chat and thread to answer in,
-the message to quote, the prompt, the photos and files to load). Run in FIFO order per session:
+the message to quote, the prompt, the photos and files to load), run in FIFO order per session on
+the kit's lifecycle (:func:`~fastagent_cli.channels.kit.lifecycle.run_durable_turn`: the start
+counted, a turn started three times dropped and its asker told, the intent kept only by an
+interrupted run):
 
 1. the ``⏳ Queued`` notice a turn got while its session was busy becomes its preview message (so
-   does the message a replayed turn had started, remembered in its record);
-2. the start is counted (:meth:`~fastagent_cli.channels.kit.turn_store.TurnStore.start_attempt`):
-   a turn started three times without finishing is dropped and its asker told to ask again;
-3. the group discussion buffered since the last answer is folded in, attachments are loaded (a
+   does the message a replayed turn had started, remembered in its record); a deferred start
+   deletes it;
+2. the group discussion buffered since the last answer is folded in, attachments are loaded (a
    failure is a visible failed turn), and the Agent runs with the busy-wait;
-4. on ``completed`` the intent is removed, then the folded discussion committed; on a failure the
-   intent is removed too (the user was told); only an interrupted run keeps it, for the replay.
+3. on ``completed`` the intent is removed, then the folded discussion committed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
-from fastagent_cli.channels.kit.invoke import ChannelFailure, stream_turn
-from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, QueuedNotices
+from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, run_durable_turn
+from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
+from fastagent_cli.channels.telegram.deliver import stream_reply
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.channels.telegram.preview import TurnFailedError, TurnStoppedError, stream_reply
-from fastagent_cli.contract import AgentEvent, Failed, Prompt, Scope
+from fastagent_cli.contract import AgentEvent, Failed
 from fastagent_cli.errors import one_line
 
 __all__ = ["DROPPED_NOTICE", "HTML_HINT", "QUEUED_NOTICE", "TurnRunner", "is_turn", "turn_order"]
@@ -68,7 +67,7 @@ def target_of(record: TurnRecord) -> Target:
     return Target(record["chat"], record.get("thread"), record.get("reply_to"))
 
 
-class TurnRunner:
+class TurnRunner(ChannelRunner[BotApi, "int | None"]):
     def __init__(
         self,
         agent: Any,
@@ -76,84 +75,49 @@ class TurnRunner:
         turns: TurnStore,
         buffers: ContextBuffer,
         files: Path,
-        format_error: Callable[[ChannelFailure], str | None],
+        format_error: FormatError,
     ) -> None:
-        self.agent = agent
-        self.api = api
-        self.turns = turns
-        self.buffers = buffers
-        self.files = files
-        self.format_error = format_error
-        self.notices: QueuedNotices[int | None] = QueuedNotices()
+        super().__init__(agent, api, turns, buffers, files, format_error, label="[telegram]")
 
-    def queued(self, record: TurnRecord) -> None:
-        """The turn waits behind another of its session: tell the asker now."""
-        self.notices.post(record["id"], self._notice(record))
-
-    async def _notice(self, record: TurnRecord) -> int | None:
+    async def notice(self, record: TurnRecord) -> int | None:
         try:
             return await self.api.send_message(target_of(record), QUEUED_NOTICE, html=False)
         except TelegramApiError as exc:
             log.warning("[telegram] the queue notice failed (the turn still runs): %s", exc)
             return None
 
-    async def aclose(self) -> None:
-        await self.notices.aclose()
-
     async def run(self, record: TurnRecord) -> None:
-        turn_id, session = record["id"], record["session"]
+        turn_id = record["id"]
         notice = self.notices.take(turn_id)
         preview_id = await notice if notice is not None else record.get("preview")
         if notice is not None and preview_id is not None:
             self.turns.note(turn_id, preview=preview_id)
-        decision = await self.turns.start_attempt(turn_id)
-        if decision == "exceeded":
-            await self._tell_dropped(record, preview_id)
-            return
-        if decision == "defer":
+
+        async def defer() -> None:
             if preview_id is not None:
                 with contextlib.suppress(TelegramApiError):
                     await self.api.delete_message(record["chat"], preview_id)
-            return
-        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
-        log.info("[telegram] turn start: turn=%s session=%s %s", turn_id, session, where)
-        started = time.monotonic()
-        interrupted = False
-        try:
-            fold = self.buffers.peek(record["place"])
+
+        async def execute() -> None:
             await stream_reply(
-                self._events(record, fold),
+                self._events(record, self.buffers.peek(record["place"])),
                 self.api,
                 target_of(record),
                 self.format_error,
                 preview_id,
                 on_preview=lambda message_id: self.turns.note(turn_id, preview=message_id),
             )
-            log.info("[telegram] turn done: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
-        except asyncio.CancelledError:
-            interrupted = True
-            log.warning(
-                "[telegram] turn interrupted: turn=%s session=%s (it replays on the next start)",
-                turn_id,
-                session,
-            )
-            raise
-        except TurnStoppedError:
-            log.info("[telegram] turn stopped: turn=%s session=%s (%dms)", turn_id, session, _ms(started))
-        except (TurnFailedError, TelegramApiError) as exc:
-            log.error(
-                "[telegram] turn failed: turn=%s session=%s (%dms): %s", turn_id, session, _ms(started), exc
-            )
-        except Exception as exc:
-            log.exception(
-                "[telegram] turn failed: turn=%s session=%s: %s",
-                turn_id,
-                session,
-                one_line(f"{type(exc).__name__}: {exc}", 500),
-            )
-        finally:
-            if not interrupted:
-                await self.turns.remove(turn_id)
+
+        where = f"chat={record['chat']}" + (f" thread={record['thread']}" if record.get("thread") else "")
+        await run_durable_turn(
+            self.turns,
+            record,
+            label="[telegram]",
+            where=where,
+            execute=execute,
+            on_exceeded=lambda: self._tell_dropped(record, preview_id),
+            on_defer=defer,
+        )
 
     async def _events(self, record: TurnRecord, fold: Fold) -> AsyncIterator[AgentEvent]:
         buffered = collect_buffered(fold.consumed, record["images"], record["files"])
@@ -165,20 +129,8 @@ class TurnRunner:
         except (TelegramApiError, OSError) as exc:
             yield Failed(f"could not load an attachment: {one_line(str(exc), 300)}", True)
             return
-        text = record["text"]
-        if fold.text:
-            text = f"[recent group discussion:\n{fold.text}\n]\n\n{text}"
-        prompt = Prompt(text + attachments.suffix + HTML_HINT, attachments.images)
-
-        async def completed() -> None:
-            # The turn is in the session now: the intent first (a crash after it does not replay),
-            # then the folded discussion (a crash before it only folds it once more).
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        async for event in stream_turn(
-            self.agent, Scope(record["session"]), prompt, label="[telegram]", on_completed=completed
-        ):
+        prompt = folded(record["text"], fold) + attachments.suffix + HTML_HINT
+        async for event in self.answer(record, fold, prompt, attachments.images):
             yield event
 
     async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:
@@ -193,7 +145,3 @@ class TurnRunner:
                 record["session"],
                 exc,
             )
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

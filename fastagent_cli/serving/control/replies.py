@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
 
 __all__ = ["BODY_TOO_LARGE", "json_response", "read_json"]
 
@@ -20,11 +20,9 @@ def json_response(value: Any, status: int = 200) -> web.Response:
 
 
 async def read_json(request: web.BaseRequest) -> Any | web.Response:
-    raw = await read_body_capped(request, MAX_BODY_BYTES)
-    if raw is None:
-        refused = text_response(BODY_TOO_LARGE, 413)
-        refused.force_close()
-        return refused
+    raw = await read_body_or_413(request, MAX_BODY_BYTES, BODY_TOO_LARGE)
+    if isinstance(raw, web.Response):
+        return raw
     if not raw.strip():
         return {}
     try:

@@ -46,7 +46,7 @@ from fastagent_cli.control import (
     run_action,
 )
 from fastagent_cli.control.wire import MALFORMED
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
 from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.dispatch_routes import dispatch_routes
 from fastagent_cli.serving.control.fanout import EventFanout
@@ -155,11 +155,9 @@ def control_routes(
 
 def _invoke_route(agent: Agent, control: SessionControl, detached: DetachedRuns) -> PlaneHandler:
     async def invoke(request: web.BaseRequest, _: str) -> web.StreamResponse:
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            refused = text_response(BODY_TOO_LARGE, 413)
-            refused.force_close()
-            return refused
+        raw = await read_body_or_413(request, MAX_BODY_BYTES, BODY_TOO_LARGE)
+        if isinstance(raw, web.Response):
+            return raw
         parsed = parse_invoke_body(raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)

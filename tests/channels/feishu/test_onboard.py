@@ -12,7 +12,7 @@ from pathlib import Path
 from aiohttp import web
 
 from fastagent_cli.channels.feishu.cloud import FEISHU
-from fastagent_cli.channels.feishu.onboard import register_request_url
+from fastagent_cli.channels.feishu.register import register_request_url
 from fastagent_cli.definition.dotenv import parse_dotenv
 from tests.fakes.fake_feishu import FakeFeishu
 

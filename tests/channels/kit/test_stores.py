@@ -289,3 +289,15 @@ async def test_the_default_caps_are_1000_threads(tmp_path: Path) -> None:
     for n in range(1005):
         people.merge(f"t{n}", humans=["x"])
     assert len(people.state) == 1000 and "t4" not in people.state and "t5" in people.state
+
+
+def test_a_signed_timestamp_is_fresh_within_five_minutes_only() -> None:
+    from fastagent_cli.channels.kit.routes import timestamp_fresh
+
+    now = 1_700_000_000.0
+    assert timestamp_fresh("1700000000", now)
+    assert timestamp_fresh(str(int(now) - 300), now) and timestamp_fresh(str(int(now) + 300), now)
+    assert not timestamp_fresh(str(int(now) - 301), now) and not timestamp_fresh(str(int(now) + 301), now)
+    assert not timestamp_fresh(str(int(now) - 3600), now)
+    for malformed in (None, "", "12.5", "-1", "abc", "1" * 13):
+        assert not timestamp_fresh(malformed, now)

@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from fastagent_cli.channels.slack.onboard import register_request_url
+from fastagent_cli.channels.slack.register import register_request_url
 from fastagent_cli.definition.dotenv import parse_dotenv
 from tests.fakes.fake_slack import FakeSlack
 

@@ -3,8 +3,8 @@ neutralised notification controls."""
 
 from __future__ import annotations
 
-from fastagent_cli.channels.slack.api import chunk_markdown, sanitize_markdown
 from fastagent_cli.channels.slack.manifest import bot_events, bot_scopes
+from fastagent_cli.channels.slack.markdown import chunk_markdown, sanitize_markdown
 from fastagent_cli.channels.slack.parse import (
     default_slack_route,
     has_mention,

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from fastagent_cli.channels import telegram_send
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
-from fastagent_cli.channels.telegram.webhook import register_telegram_webhook
+from fastagent_cli.channels.telegram.register import register_telegram_webhook
 from tests.fakes.fake_telegram import FakeTelegram
 
 TOKEN = "777:SECRETPART"

@@ -21,16 +21,15 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from fastagent_cli.channels.kit.invoke import ChannelFailure
+from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
     THINKING_PLACEHOLDER,
     PreviewPump,
     TurnView,
     apply_event,
-    compose,
+    progress,
     revealed_answer,
     thinking_line,
-    tool_lines,
 )
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.html import MAX_MESSAGE, telegram_html, utf16_len
@@ -40,8 +39,6 @@ __all__ = [
     "EDIT_THROTTLE_S",
     "FINAL_MIN_GAP_S",
     "NO_REPLY",
-    "TurnFailedError",
-    "TurnStoppedError",
     "stream_reply",
 ]
 
@@ -54,14 +51,6 @@ NO_REPLY = "(no reply)"
 ENDED_EARLY = "the turn ended without completing"
 
 FormatError = Callable[[ChannelFailure], "str | None"]
-
-
-class TurnFailedError(Exception):
-    """The turn ended ``failed`` (the user has been told; this carries the details for the log)."""
-
-
-class TurnStoppedError(Exception):
-    """The turn was aborted (a stop command): the preview keeps the partial answer, if any."""
 
 
 class _Reply:
@@ -83,12 +72,7 @@ class _Reply:
         answer = revealed_answer(self.view, EDIT_THROTTLE_S)
         if len(answer) > MAX_MESSAGE - 200:
             answer = "…" + answer[-(MAX_MESSAGE - 200) :]
-        text = compose(
-            thinking_line(self.view, THINKING_TAIL),
-            tool_lines(self.view),
-            RETRY_NOTICE if self.view.retrying else "",
-            answer,
-        )
+        text = progress(self.view, thinking_line(self.view, THINKING_TAIL), answer)
         return (text or THINKING_PLACEHOLDER)[:MAX_MESSAGE]
 
     async def flush(self) -> None:
@@ -105,7 +89,7 @@ class _Reply:
         self.sent_placeholder = True
         self.message_id = await self.api.send_message(self.target, text, html=False)
         if self.message_id is None:
-            raise TelegramApiError(
+            raise self.api.error(
                 "sendMessage", 200, "the answer had no message_id: no live preview for this turn"
             )
         if self.on_preview is not None:
@@ -161,7 +145,7 @@ async def stream_reply(
 ) -> None:
     """Deliver one turn into the chat. ``preview_id``: a message to take over as the preview;
     ``on_preview(id)`` is told the id of a placeholder sent. Returns when the answer is delivered;
-    raises :class:`TurnFailedError` for a failed turn, :class:`TelegramApiError` when the answer
+    raises :class:`TurnFailed` for a failed turn, :class:`TelegramApiError` when the answer
     could not be delivered. Cancelled (the process is stopping), it writes nothing more."""
     reply = _Reply(api, target, preview_id, on_preview)
     reply.pump.touch()  # the placeholder, at once
@@ -175,17 +159,17 @@ async def stream_reply(
             if isinstance(event, Failed) and event.code == ABORTED_CODE:
                 finished = True  # /stop: keep what was answered so far, else leave nothing behind
                 await _tell(reply, reply.view.answer)
-                raise TurnStoppedError(event.details)
+                raise TurnStopped(event.details)
             if isinstance(event, Failed):
                 finished = True
                 failure = ChannelFailure(event.details, event.retryable, event.code)
                 await _tell(reply, format_error(failure))
-                raise TurnFailedError(f"{event.details} (retryable={str(event.retryable).lower()})")
+                raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
             if apply_event(reply.view, event):
                 reply.pump.touch()
         finished = True
         await _tell(reply, format_error(ChannelFailure(ENDED_EARLY, False)))
-        raise TurnFailedError(ENDED_EARLY)
+        raise TurnFailed(ENDED_EARLY)
     except asyncio.CancelledError:
         finished = True
         raise

@@ -21,7 +21,13 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget, chunk_text
+from fastagent_cli.channels.feishu.api import (
+    FeishuApi,
+    FeishuApiError,
+    FeishuTarget,
+    chunk_text,
+    streaming_closed,
+)
 from fastagent_cli.channels.feishu.card import (
     ANSWER_ELEMENT,
     CARD_MARKDOWN_MAX_BYTES,
@@ -34,15 +40,13 @@ from fastagent_cli.channels.feishu.card import (
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
     THINKING_PLACEHOLDER,
     PreviewPump,
     TurnView,
     apply_event,
-    compose,
+    progress,
     revealed_answer,
     thinking_line,
-    tool_lines,
 )
 from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
 
@@ -76,15 +80,13 @@ async def mount_preview(api: FeishuApi, target: FeishuTarget, initial: str, labe
         card_id = await api.create_card(streaming_card(initial))
         sent = await api.deliver(target, "interactive", card_entity_content(card_id))
         if not sent.get("message_id"):
-            raise FeishuApiError(api.kind, "mount card", 200, 0, "the answer carried no message_id")
+            raise api.error("mount card", 200, "the answer carried no message_id")
         return Mounted(str(sent["message_id"]), card_id, sent.get("thread_id"))
     except FeishuApiError as exc:
         log.warning("%s streaming card unavailable, the preview is a static text message: %s", label, exc)
         sent = await api.deliver(target, "text", json.dumps({"text": initial}, ensure_ascii=False))
         if not sent.get("message_id"):
-            raise FeishuApiError(
-                api.kind, "sendMessage", 200, 0, "the answer carried no message_id"
-            ) from None
+            raise api.error("sendMessage", 200, "the answer carried no message_id") from None
         return Mounted(str(sent["message_id"]), None, sent.get("thread_id"))
 
 
@@ -135,9 +137,7 @@ class _Card:
         log.warning("%s live preview failed (the final answer is still sent): %s", self.label, error)
 
     def process(self) -> str:
-        text = compose(
-            thinking_line(self.view, 280), tool_lines(self.view), RETRY_NOTICE if self.view.retrying else ""
-        )
+        text = progress(self.view, thinking_line(self.view, 280))
         if text:
             return text if len(text) <= PROCESS_MAX else "…\n" + text[-(PROCESS_MAX - 2) :].split("\n", 1)[-1]
         return THINKING_PLACEHOLDER if not revealed_answer(self.view, STREAM_THROTTLE_S).strip() else ""
@@ -161,7 +161,7 @@ class _Card:
                 self.last_answer = answer
                 await self.api.update_element(preview.card_id, ANSWER_ELEMENT, answer, preview.next())
         except FeishuApiError as exc:
-            if not exc.streaming_closed:
+            if not streaming_closed(exc):
                 raise
             self.frozen = True
             log.warning(

@@ -1,9 +1,8 @@
 """The Feishu/Lark webhook ingress: ``POST /<kind>`` checks (O3-O5, in the order
-:mod:`~fastagent_cli.channels.feishu.channel` documents), then the runtime's acceptance."""
+:mod:`~fastagent_cli.channels.feishu.channel` documents), then the intake's acceptance."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -11,35 +10,36 @@ from typing import Any
 from aiohttp import web
 
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
-from fastagent_cli.channels.feishu.runtime import FeishuRuntime
-from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_capped, text_response
+from fastagent_cli.channels.feishu.intake import FeishuIntake
+from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable, timestamp_fresh
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
-__all__ = ["FeishuWebhook"]
+__all__ = ["FeishuIngress"]
 
 log = logging.getLogger("fastagent.channel")
 
 
-class FeishuWebhook:
-    def __init__(self, runtime: FeishuRuntime, token: str, encrypt_key: str | None) -> None:
-        self.runtime = runtime
+class FeishuIngress:
+    """The webhook of one mounted channel, in front of its :class:`FeishuIntake`."""
+
+    def __init__(self, intake: FeishuIntake, token: str, encrypt_key: str | None) -> None:
+        self.intake = intake
         self.token = token
         self.key = encrypt_key
-        self.label = runtime.label
-        self.prefix = runtime.cloud.env_prefix
+        self.label = intake.label
+        self.prefix = intake.cloud.env_prefix
+
+    def routes(self) -> ChannelRoutes:
+        route = f"/{self.intake.kind}"
+        return ChannelRoutes({route: self.handle}, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        if request.method != "POST":
-            return text_response("POST only\n", 405)
-        raw = await read_body_capped(request, MAX_BODY_BYTES)
-        if raw is None:
-            return text_response("payload too large\n", 413)
-        try:
-            outer = json.loads(raw)
-        except ValueError:
-            return text_response("invalid json\n", 400)
-        if not isinstance(outer, dict):
-            return text_response("invalid json\n", 400)
+        raw = await read_post_body(request)
+        if isinstance(raw, web.Response):
+            return raw
+        outer = json_object_or_400(raw)
+        if isinstance(outer, web.Response):
+            return outer
         if isinstance(outer.get("encrypt"), str):
             if not self.key:
                 log.error(
@@ -51,8 +51,10 @@ class FeishuWebhook:
             signature = request.headers.get("x-lark-signature", "")
             timestamp = request.headers.get("x-lark-request-timestamp", "")
             nonce = request.headers.get("x-lark-request-nonce", "")
-            if signature and not verify_signature(self.key, timestamp, nonce, signature, raw):
-                log.warning("%s rejected an event with an invalid X-Lark-Signature", self.label)
+            if signature and not (
+                timestamp_fresh(timestamp) and verify_signature(self.key, timestamp, nonce, signature, raw)
+            ):
+                log.warning("%s rejected an event with an invalid or stale X-Lark-Signature", self.label)
                 return text_response("invalid signature\n", 401)
             try:
                 envelope = json.loads(decrypt_event(self.key, outer["encrypt"]))
@@ -82,14 +84,10 @@ class FeishuWebhook:
             return web.json_response({"challenge": envelope["challenge"]})
         if header.get("event_type") != "im.message.receive_v1":
             return web.Response(status=200)
-        try:
-            await asyncio.shield(self.runtime.accept(envelope.get("event") or {}))
-        except StateWriteError as exc:
-            log.error(
-                "%s could not persist event %s, so it will be pushed again: %s",
-                self.label,
-                header.get("event_id"),
-                exc,
-            )
-            return text_response("cannot persist the event\n", 500)
-        return web.Response(status=200)
+        return await acknowledge_when_durable(
+            self.intake.accept(envelope.get("event") or {}),
+            label=self.label,
+            what="event",
+            delivery=header.get("event_id"),
+            again="it will be pushed again",
+        )

@@ -11,10 +11,7 @@ Slack definitively refuses native streaming before anything was streamed (``miss
 failure (network, ``internal_error``) is never retried, since the stream may exist.
 
 **Classic** (``rendering="classic"``, and always for a top-level target: a stream needs a parent
-message): one ``💭 Thinking…`` message, posted on the first tool or reasoning activity (a quick
-answer is posted once, whole), edited at most every :data:`CLASSIC_UPDATE_INTERVAL_S` (``chat.update``
-is Tier 3, 50+ a minute), then edited into the first :data:`~fastagent_cli.channels.slack.api.
-MAX_MARKDOWN` characters of the answer; the rest follows as new messages.
+message): one edited message (:mod:`~fastagent_cli.channels.slack.classic`).
 
 Both neutralise ``<!channel>`` and friends, add the optional ``ai_disclaimer`` footer, and answer a
 failed turn with ``on_error``'s text (``""``: say nothing).
@@ -31,26 +28,15 @@ from typing import Any
 
 from fastagent_cli.channels.kit.invoke import ChannelFailure
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
-from fastagent_cli.channels.kit.preview import (
-    RETRY_NOTICE,
-    THINKING_PLACEHOLDER,
-    PreviewPump,
-    TurnView,
-    apply_event,
-    compose,
-    humanize_tool_name,
-    revealed_answer,
-    summarize_tool_args,
-    tool_lines,
-)
-from fastagent_cli.channels.slack.api import (
+from fastagent_cli.channels.kit.preview import humanize_tool_name, summarize_tool_args
+from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget, native_unavailable
+from fastagent_cli.channels.slack.classic import CLASSIC_UPDATE_INTERVAL_S, ENDED_EARLY, ClassicReply
+from fastagent_cli.channels.slack.markdown import (
     MAX_MARKDOWN,
-    SlackApi,
-    SlackApiError,
-    SlackTarget,
-    chunk_markdown,
+    NO_REPLY,
     chunk_text,
     sanitize_markdown,
+    with_footer,
 )
 from fastagent_cli.contract import (
     ABORTED_CODE,
@@ -73,20 +59,12 @@ __all__ = [
 
 log = logging.getLogger("fastagent.channel")
 
-CLASSIC_UPDATE_INTERVAL_S = 3.0
 NATIVE_APPEND_INTERVAL_S = 0.75
 WORKING_STATUS = "is working on your request…"
 RETRY_STATUS = "hit a temporary problem — retrying…"
 STREAM_STOPPED = "⚠️ The response stream stopped unexpectedly. Please try again."
-NO_REPLY = "(no reply)"
-ENDED_EARLY = "the turn ended without completing"
 
 FormatError = Callable[[ChannelFailure], "str | None"]
-
-
-def _footer(answer: str, disclaimer: str | None) -> str:
-    body = answer.strip() or NO_REPLY
-    return f"{body}\n\n_{disclaimer.strip()}_" if disclaimer and disclaimer.strip() else body
 
 
 async def settle_notice(api: SlackApi, target: SlackTarget, preview_ts: str | None, text: str) -> None:
@@ -115,7 +93,7 @@ async def render_reply(
     else:
         if rendering == "native":
             log.info("[slack] a top-level reply cannot stream natively: using the classic renderer")
-        await _Classic(api, target, format_error, disclaimer, preview_ts).run(events)
+        await ClassicReply(api, target, format_error, disclaimer, preview_ts).run(events)
 
 
 class _Native:
@@ -179,7 +157,7 @@ class _Native:
                     retrying = True
                     await self._status(RETRY_STATUS)
                 elif isinstance(event, Completed):
-                    footer = _footer(self.answer, self.disclaimer)[len(self.answer.strip()) :]
+                    footer = with_footer(self.answer, self.disclaimer)[len(self.answer.strip()) :]
                     if not self.answer.strip():
                         footer = footer.lstrip()
                     self._text(footer, final=True)
@@ -274,13 +252,13 @@ class _Native:
             await self.writer
         if self.error is not None:
             error = self.error
-            if self.stream_ts is None and isinstance(error, SlackApiError) and error.native_unavailable:
+            if self.stream_ts is None and isinstance(error, SlackApiError) and native_unavailable(error):
                 log.warning(
-                    "[slack] native streaming is unavailable (%s): sending one Markdown reply", error.error
+                    "[slack] native streaming is unavailable (%s): sending one Markdown reply", error.code
                 )
                 text = sanitize_markdown(self.answer.strip()) or NO_REPLY
                 await self.api.send_markdown(
-                    self.target, _footer(text, self.disclaimer) if not quiet else text
+                    self.target, with_footer(text, self.disclaimer) if not quiet else text
                 )
                 return
             if self.stream_ts is not None:
@@ -294,114 +272,3 @@ class _Native:
             raise error
         if self.stream_ts is not None:
             await self.api.stop_stream(self.target.channel_id, self.stream_ts)
-
-
-class _Classic:
-    def __init__(
-        self,
-        api: SlackApi,
-        target: SlackTarget,
-        format_error: FormatError,
-        disclaimer: str | None,
-        preview_ts: str | None,
-    ) -> None:
-        self.api = api
-        self.target = target
-        self.format_error = format_error
-        self.disclaimer = disclaimer
-        self.preview_ts = preview_ts
-        self.posted = preview_ts is not None
-        self.view = TurnView()
-        self.last_text = ""
-        self.last_write = time.monotonic() if preview_ts else float("-inf")
-        self.pump = PreviewPump(self.flush, throttle_s=CLASSIC_UPDATE_INTERVAL_S, on_error=self._failed)
-
-    @staticmethod
-    def _failed(error: BaseException) -> None:
-        log.warning("[slack] live preview failed (the final answer is still sent): %s", error)
-
-    def render(self) -> str:
-        answer = sanitize_markdown(revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S))
-        text = compose(
-            THINKING_PLACEHOLDER, tool_lines(self.view), RETRY_NOTICE if self.view.retrying else "", answer
-        )
-        return chunk_text(text, MAX_MARKDOWN)[0]
-
-    async def flush(self) -> None:
-        text = self.render()
-        if text == self.last_text:
-            return
-        self.last_text = text
-        await self._spaced()
-        if self.preview_ts is not None:
-            await self.api.update(self.target.channel_id, self.preview_ts, markdown=text)
-        elif not self.posted:
-            self.posted = True
-            self.preview_ts = await self.api.post(self.target, markdown=text)
-        self.last_write = time.monotonic()
-
-    async def _spaced(self) -> None:
-        wait = self.last_write + CLASSIC_UPDATE_INTERVAL_S - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-    async def finalize(self, markdown: str) -> None:
-        await self.pump.finish()
-        if not markdown.strip():
-            if self.preview_ts:
-                with contextlib.suppress(SlackApiError):
-                    await self.api.delete(self.target.channel_id, self.preview_ts)
-            return
-        head, *rest = chunk_markdown(markdown)
-        if self.preview_ts:
-            try:
-                await self._spaced()
-                await self.api.update(self.target.channel_id, self.preview_ts, markdown=head)
-            except SlackApiError as exc:
-                log.warning("[slack] could not edit the preview into the answer (%s); posting it anew", exc)
-                with contextlib.suppress(SlackApiError):
-                    await self.api.delete(self.target.channel_id, self.preview_ts)
-                await self.api.send_markdown(self.target, markdown)
-                return
-            for part in rest:  # the edited head is authoritative: never resend it
-                await self.api.post(self.target, markdown=part)
-            return
-        await self.api.send_markdown(self.target, markdown)
-
-    async def _tell(self, text: str) -> None:
-        try:
-            await self.finalize(sanitize_markdown(text))
-        except SlackApiError as exc:
-            log.warning("[slack] could not tell the thread the turn failed: %s", exc)
-
-    async def run(self, events: AsyncIterator[AgentEvent]) -> None:
-        finished = False
-        try:
-            async for event in events:
-                if isinstance(event, Completed):
-                    finished = True
-                    await self.finalize(sanitize_markdown(_footer(self.view.answer, self.disclaimer)))
-                    return
-                if isinstance(event, Failed):
-                    finished = True
-                    if event.code == ABORTED_CODE:
-                        await self._tell(self.view.answer)
-                        raise TurnStopped(event.details)
-                    await self._tell(
-                        self.format_error(ChannelFailure(event.details, event.retryable, event.code)) or ""
-                    )
-                    raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
-                if apply_event(self.view, event) and (
-                    not isinstance(event, Text) or revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S)
-                ):
-                    self.pump.touch()
-            finished = True
-            await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-            raise TurnFailed(ENDED_EARLY)
-        except asyncio.CancelledError:
-            finished = True
-            raise
-        finally:
-            if not finished:
-                await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-            await self.pump.finish()

@@ -1,0 +1,89 @@
+"""The base of every chat platform's turn runner (Telegram, Slack, Feishu/Lark).
+
+A platform runner says how it tells an asker that a turn is queued (:meth:`ChannelRunner.notice`),
+runs a turn on :func:`~fastagent_cli.channels.kit.lifecycle.run_durable_turn` and renders the
+answer its own way. What is the same everywhere lives here: the runner's parts (the agent, the
+platform client, the turn store, the context buffers, the attachment folder, the ``on_error``
+wording), the queued notices, and :meth:`ChannelRunner.answer`, the Agent's events for one turn:
+the discussion buffered since the last answer folded in before the prompt, and on ``completed``
+the intent removed first (a crash after it does not replay the turn), then the fold committed (a
+crash before it only folds the discussion once more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
+from fastagent_cli.channels.kit.invoke import OnError, stream_turn
+from fastagent_cli.channels.kit.lifecycle import QueuedNotices
+from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.contract import AgentEvent, ImageRef, Prompt, Scope
+
+__all__ = ["ChannelRunner", "FormatError", "folded"]
+
+ApiT = TypeVar("ApiT")
+NoticeT = TypeVar("NoticeT")
+
+FormatError = OnError
+
+
+def folded(text: str, fold: Fold) -> str:
+    """``text`` after the group discussion buffered since the last answer, when there is some."""
+    return f"[recent group discussion:\n{fold.text}\n]\n\n{text}" if fold.text else text
+
+
+class ChannelRunner(Generic[ApiT, NoticeT]):
+    """What every platform runner holds and does the same way (see the module doc)."""
+
+    def __init__(
+        self,
+        agent: Any,
+        api: ApiT,
+        turns: TurnStore,
+        buffers: ContextBuffer,
+        files: Path,
+        format_error: FormatError,
+        *,
+        label: str,
+    ) -> None:
+        self.agent = agent
+        self.api = api
+        self.turns = turns
+        self.buffers = buffers
+        self.files = files
+        self.format_error = format_error
+        self.label = label
+        self.notices: QueuedNotices[NoticeT] = QueuedNotices()
+
+    def queued(self, record: TurnRecord) -> None:
+        """The turn waits behind another of its session: tell the asker now."""
+        self.notices.post(record["id"], self.notice(record))
+
+    async def notice(self, record: TurnRecord) -> NoticeT:
+        """Post the platform's "queued" notice for ``record`` (a failure is logged, never raised)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        await self.notices.aclose()
+
+    def answer(
+        self,
+        record: TurnRecord,
+        fold: Fold,
+        prompt_text: str,
+        images: Sequence[ImageRef] = (),
+        scope: Scope | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """The Agent's events for ``record`` asked as ``prompt_text`` (the fold already in it)."""
+
+        async def completed() -> None:
+            await self.turns.remove(record["id"])
+            await self.buffers.commit_consumed(record["place"], fold.consumed)
+
+        prompt = Prompt(prompt_text, tuple(images))
+        return stream_turn(
+            self.agent, scope or Scope(record["session"]), prompt, label=self.label, on_completed=completed
+        )

@@ -1,0 +1,152 @@
+"""The classic Slack rendering (``rendering="classic"``, and any top-level target): one
+``💭 Thinking…`` message, posted on the first tool or reasoning activity (a quick answer is posted
+once, whole), edited at most every :data:`CLASSIC_UPDATE_INTERVAL_S` (``chat.update`` is Tier 3,
+50+ a minute), then edited into the first :data:`~fastagent_cli.channels.slack.markdown.MAX_MARKDOWN`
+characters of the answer; the rest follows as new messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+from fastagent_cli.channels.kit.invoke import ChannelFailure
+from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
+from fastagent_cli.channels.kit.preview import (
+    THINKING_PLACEHOLDER,
+    PreviewPump,
+    TurnView,
+    apply_event,
+    progress,
+    revealed_answer,
+)
+from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
+from fastagent_cli.channels.slack.markdown import (
+    MAX_MARKDOWN,
+    chunk_markdown,
+    chunk_text,
+    sanitize_markdown,
+    with_footer,
+)
+from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed, Text
+
+__all__ = ["CLASSIC_UPDATE_INTERVAL_S", "ENDED_EARLY", "ClassicReply"]
+
+log = logging.getLogger("fastagent.channel")
+
+CLASSIC_UPDATE_INTERVAL_S = 3.0
+ENDED_EARLY = "the turn ended without completing"
+
+FormatError = Callable[[ChannelFailure], "str | None"]
+
+
+class ClassicReply:
+    def __init__(
+        self,
+        api: SlackApi,
+        target: SlackTarget,
+        format_error: FormatError,
+        disclaimer: str | None,
+        preview_ts: str | None,
+    ) -> None:
+        self.api = api
+        self.target = target
+        self.format_error = format_error
+        self.disclaimer = disclaimer
+        self.preview_ts = preview_ts
+        self.posted = preview_ts is not None
+        self.view = TurnView()
+        self.last_text = ""
+        self.last_write = time.monotonic() if preview_ts else float("-inf")
+        self.pump = PreviewPump(self.flush, throttle_s=CLASSIC_UPDATE_INTERVAL_S, on_error=self._failed)
+
+    @staticmethod
+    def _failed(error: BaseException) -> None:
+        log.warning("[slack] live preview failed (the final answer is still sent): %s", error)
+
+    def render(self) -> str:
+        answer = sanitize_markdown(revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S))
+        text = progress(self.view, THINKING_PLACEHOLDER, answer)
+        return chunk_text(text, MAX_MARKDOWN)[0]
+
+    async def flush(self) -> None:
+        text = self.render()
+        if text == self.last_text:
+            return
+        self.last_text = text
+        await self._spaced()
+        if self.preview_ts is not None:
+            await self.api.update(self.target.channel_id, self.preview_ts, markdown=text)
+        elif not self.posted:
+            self.posted = True
+            self.preview_ts = await self.api.post(self.target, markdown=text)
+        self.last_write = time.monotonic()
+
+    async def _spaced(self) -> None:
+        wait = self.last_write + CLASSIC_UPDATE_INTERVAL_S - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def finalize(self, markdown: str) -> None:
+        await self.pump.finish()
+        if not markdown.strip():
+            if self.preview_ts:
+                with contextlib.suppress(SlackApiError):
+                    await self.api.delete(self.target.channel_id, self.preview_ts)
+            return
+        head, *rest = chunk_markdown(markdown)
+        if self.preview_ts:
+            try:
+                await self._spaced()
+                await self.api.update(self.target.channel_id, self.preview_ts, markdown=head)
+            except SlackApiError as exc:
+                log.warning("[slack] could not edit the preview into the answer (%s); posting it anew", exc)
+                with contextlib.suppress(SlackApiError):
+                    await self.api.delete(self.target.channel_id, self.preview_ts)
+                await self.api.send_markdown(self.target, markdown)
+                return
+            for part in rest:  # the edited head is authoritative: never resend it
+                await self.api.post(self.target, markdown=part)
+            return
+        await self.api.send_markdown(self.target, markdown)
+
+    async def _tell(self, text: str) -> None:
+        try:
+            await self.finalize(sanitize_markdown(text))
+        except SlackApiError as exc:
+            log.warning("[slack] could not tell the thread the turn failed: %s", exc)
+
+    async def run(self, events: AsyncIterator[AgentEvent]) -> None:
+        finished = False
+        try:
+            async for event in events:
+                if isinstance(event, Completed):
+                    finished = True
+                    await self.finalize(sanitize_markdown(with_footer(self.view.answer, self.disclaimer)))
+                    return
+                if isinstance(event, Failed):
+                    finished = True
+                    if event.code == ABORTED_CODE:
+                        await self._tell(self.view.answer)
+                        raise TurnStopped(event.details)
+                    await self._tell(
+                        self.format_error(ChannelFailure(event.details, event.retryable, event.code)) or ""
+                    )
+                    raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
+                if apply_event(self.view, event) and (
+                    not isinstance(event, Text) or revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S)
+                ):
+                    self.pump.touch()
+            finished = True
+            await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
+            raise TurnFailed(ENDED_EARLY)
+        except asyncio.CancelledError:
+            finished = True
+            raise
+        finally:
+            if not finished:
+                await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
+            await self.pump.finish()

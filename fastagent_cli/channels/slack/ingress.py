@@ -1,0 +1,71 @@
+"""The Slack webhook ingress: ``POST /slack`` checks (in the order
+:mod:`~fastagent_cli.channels.slack.channel` documents), then the intake's acceptance."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable
+from fastagent_cli.channels.slack.intake import SlackIntake
+from fastagent_cli.channels.slack.verify import verify_slack_signature
+from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
+
+__all__ = ["ROUTE", "SlackIngress"]
+
+log = logging.getLogger("fastagent.channel")
+
+ROUTE = "/slack"
+
+
+class SlackIngress:
+    """The webhook of one mounted channel, in front of its :class:`SlackIntake`."""
+
+    def __init__(self, intake: SlackIntake) -> None:
+        self.intake = intake
+
+    def routes(self) -> ChannelRoutes:
+        return ChannelRoutes({ROUTE: self.handle}, start=self.intake.start, close=self.intake.aclose)
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        raw = await read_post_body(request)
+        if isinstance(raw, web.Response):
+            return raw
+        headers = request.headers
+        if not verify_slack_signature(
+            self.intake.secret,
+            headers.get("x-slack-request-timestamp"),
+            headers.get("x-slack-signature"),
+            raw,
+        ):
+            log.warning("[slack] rejected an event with an invalid or stale X-Slack-Signature")
+            return text_response("invalid signature\n", 401)
+        envelope = json_object_or_400(raw)
+        if isinstance(envelope, web.Response):
+            return envelope
+        if envelope.get("type") == "url_verification" and isinstance(envelope.get("challenge"), str):
+            return web.json_response({"challenge": envelope["challenge"]})
+        if envelope.get("type") != "event_callback":
+            return web.Response(status=200)
+        retry = headers.get("x-slack-retry-num")
+        if retry:
+            log.info(
+                "[slack] Slack retry %s of event %s (%s)",
+                retry,
+                envelope.get("event_id"),
+                headers.get("x-slack-retry-reason", "unknown reason"),
+            )
+        if not await self.intake.authenticated():
+            log.error(
+                "[slack] refusing to acknowledge event %s: authentication is unavailable",
+                envelope.get("event_id"),
+            )
+            return text_response("slack authentication unavailable\n", 503)
+        return await acknowledge_when_durable(
+            self.intake.accept(envelope),
+            label="[slack]",
+            what="event",
+            delivery=envelope.get("event_id"),
+            again="Slack will deliver it again",
+        )
