@@ -27,6 +27,8 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * the web chat page (``GET /`` and ``/webchat/*``) when ``[http] web_chat`` says so, or unset
   with ``web_chat_default`` (``dev``); it turns the control plane on
   (:mod:`~fastagent_cli.serving.webchat` has the rules);
+* every route sits behind :class:`~fastagent_cli.serving.request_guard.RequestGuard` (``Host``
+  and ``Origin`` checks, CORS for ``[http] allowed_origins``), whatever mounts it later;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
 * with ``scheduler`` (``dev`` / ``start`` pass
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
@@ -64,6 +66,7 @@ from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.notices import NoticeHost
+from fastagent_cli.serving.request_guard import RequestGuard
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
 from fastagent_cli.serving.webchat import (
     WEB_CHAT_KEY,
@@ -142,6 +145,9 @@ class AgentService:
     detached: DetachedRuns | None = None
     notices: NoticeHost | None = None
     """On Start and MCP resource watches, started by :meth:`start_notices`."""
+    guard: RequestGuard = field(default_factory=RequestGuard)
+    """The ``Host`` / ``Origin`` / CORS checks in front of every route (``[http] allowed_hosts``,
+    ``allowed_origins``); :meth:`RequestGuard.allow_public_url` adds a tunnel's name."""
 
     @property
     def agent_dir(self) -> Path:
@@ -297,7 +303,9 @@ async def open_agent_service(
                 access = control_access(boot_token=boot_token)
             detached = DetachedRuns()
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
-        handler = build_router(routes, mounts)
+        http = opened.config.http
+        guard = RequestGuard(http.allowed_hosts, http.allowed_origins)
+        handler = guard.wrap(build_router(routes, mounts))
         await start_route_channels(loaded)
         await connections.start()
     except BaseException:
@@ -324,4 +332,5 @@ async def open_agent_service(
         access,
         chat,
         detached,
+        guard=guard,
     )
