@@ -27,7 +27,7 @@ from typing import Any
 from fastagent_cli.control import UNSUPPORTED_CAPABILITY, ActionResult, rejected
 from fastagent_cli.engine.ports import ModelPort
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import SessionError, UsageError
+from fastagent_cli.errors import CredentialError, SessionError, UsageError
 from fastagent_cli.messages import Message, ThinkingLevel
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
@@ -110,8 +110,11 @@ class SessionPort:
     def key_warning(self, settings: SessionSettings) -> str | None:
         """``no API key for <provider> (set ..., or run ...)`` when turns on these settings would
         be refused for want of a key."""
-        if not self._models.credential(settings.model).missing:
-            return None
+        try:
+            if not self._models.credential(settings.model).missing:
+                return None
+        except CredentialError as exc:  # a broken or still running apiKey command
+            return exc.message
         return f"no API key for {settings.model.provider} ({missing_hint(settings.model)})"
 
     # --- writing --------------------------------------------------------------------------------
