@@ -32,8 +32,10 @@ CODE = (
     "| name | value |\\n|---|---:|\\n| a | 1 |\\n| b | 2 |\\n"
 )
 EVERY = "\\n".join([
-    "https://example.com/bare first, then <https://example.com/auto> and [https://example.com/same](https://example.com/same)",
-    "[a named link](https://example.com/named \\"title\\") and <mailto:team@example.com> and [no](javascript:alert(1))",
+    "https://example.com/bare first, then <https://example.com/auto> and "
+    "[https://example.com/same](https://example.com/same)",
+    "[a named link](https://example.com/named \\"title\\") and <mailto:team@example.com> "
+    "and [no](javascript:alert(1))",
     "",
     "# Heading with https://example.com/in-heading",
     "",
@@ -330,6 +332,7 @@ def test_urls_and_every_markdown_construct_render_and_a_failed_message_shows_as_
     # one message the renderer refuses shows as its text; the rest of the transcript stays
     page.send("nest deeply")
     page.idle()
+
     def fallback() -> str:
         last = page.all(".msg.assistant")[-1]
         return str(last.find_element("css selector", ".md-plain").text)
