@@ -41,6 +41,7 @@ __all__ = [
     "MODEL_ERROR",
     "SESSION_STORE_ERROR",
     "describe_failure",
+    "first_failure",
     "redact",
 ]
 
@@ -69,6 +70,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> tuple[Failed, str]:
     """The ``failed`` event for a turn that raised ``exc``, and the line for the server log."""
     keys = [s for s in secrets if s]
+    if isinstance(exc, BaseExceptionGroup):
+        exc = first_failure(exc)  # a task group's: what one of its tasks raised
     if isinstance(exc, FastagentError):
         full = exc.message
         if isinstance(exc, SessionError) and exc.path:
@@ -84,6 +87,20 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         return Failed(shown, bool(getattr(exc, "retryable", False))), log_line
     log_line = redact_secrets_only(one_line(f"{type(exc).__name__}: {exc}"), keys)
     return Failed("internal error", False, INTERNAL_ERROR), log_line
+
+
+def first_failure(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a task group carried: the first fastagent error in it, else its first error."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = list(exc.exceptions)
+        else:
+            leaves.append(exc)
+    known = [exc for exc in leaves if isinstance(exc, FastagentError)]
+    return (known or leaves)[0]
 
 
 def redact_secrets_only(text: str, secrets: Iterable[str]) -> str:

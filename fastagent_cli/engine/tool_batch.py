@@ -22,6 +22,7 @@ from typing import Any
 
 from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.failures import first_failure
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
@@ -153,6 +154,10 @@ async def run_tool_batch(
         for call in _record_aborted(calls, results, record):
             emit(run.event("tool_finished", id=call["id"], isError=True, content=_ABORTED_CONTENT))
         raise
+    except BaseExceptionGroup as group:
+        # a call's result could not be recorded (the store failed): the turn fails with that
+        # error as it would on any other write, not with the task group that carried it
+        raise first_failure(group) from None
     return [results[c["id"]] for c in calls]
 
 
