@@ -12,6 +12,8 @@ per failed turn, with the key redacted there too.
 ``model_error``          the model API failed; details: status and its own message   as classified
 ``session_store_error``  the session record cannot be read or written                disk full
 ``config_error``         credentials, model or definition stop the turn              no
+``context_overflow``     the session no longer fits the model's context window,      no
+                         even after compacting once
 ``internal_error``       a bug; details are just ``internal error``                  no
 =======================  ==========================================================  =============
 
@@ -40,6 +42,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "MODEL_ERROR",
     "SESSION_STORE_ERROR",
+    "CONTEXT_OVERFLOW",
     "describe_failure",
     "first_failure",
     "redact",
@@ -47,6 +50,7 @@ __all__ = [
 
 MODEL_ERROR = "model_error"
 SESSION_STORE_ERROR = "session_store_error"
+CONTEXT_OVERFLOW = "context_overflow"
 CONFIG_ERROR = "config_error"
 INTERNAL_ERROR = "internal_error"
 
@@ -80,6 +84,8 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         shown = one_line(redact(exc.public or exc.message, keys))
         if isinstance(exc, SessionError):
             return Failed(shown, exc.retryable, SESSION_STORE_ERROR), log_line
+        if getattr(exc, "overflow", False):
+            return Failed(shown, False, CONTEXT_OVERFLOW), log_line
         if isinstance(exc.__cause__, ProviderError) or isinstance(exc, ProviderError):
             return Failed(shown, bool(getattr(exc, "retryable", False)), MODEL_ERROR), log_line
         if isinstance(exc, ConfigError | CredentialError | ModelError) or type(exc) is FastagentError:
