@@ -27,6 +27,7 @@ from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, RunScope, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.prints import tool_prints
 from fastagent_cli.tools.result_limit import limit_result
 
 __all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
@@ -67,8 +68,9 @@ async def _execute(
     limit = call_limit(tool, default_limit)
     deadline = asyncio.timeout(limit)
     try:
-        async with deadline:
-            return await tool.execute(call["arguments"], ctx)
+        with tool_prints(call["name"]):  # its prints: to the log, capped per call
+            async with deadline:
+                return await tool.execute(call["arguments"], ctx)
     except asyncio.CancelledError:
         raise
     except TimeoutError as exc:
