@@ -19,7 +19,7 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
   appear), behind the bearer token of ``FASTAGENT_TOKEN`` / ``[http] token`` when one is set;
   ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until every
-  long connection is ready;
+  long connection is ready, ``degraded`` (503) while the state database is unreachable;
 * with ``session_control = true`` the session control plane owns ``/control`` (bearer token:
   ``FASTAGENT_CONTROL_TOKEN``, else ``boot_token``, else minted for this boot;
   :attr:`AgentService.control`), and ``POST /control/invoke`` drives the agent (its detached runs
@@ -218,7 +218,11 @@ async def close_route_channels(loaded: LoadedChannels) -> None:
 
 
 def compose_routes(
-    loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool], token: InvokeToken | None = None
+    loaded: LoadedChannels,
+    agent: Agent,
+    is_ready: Callable[[], bool],
+    token: InvokeToken | None = None,
+    store_reachable: Callable[[], bool] = lambda: True,
 ) -> dict[str, Handler]:
     """Channel routes, plus ``/invoke`` when no channel file is enabled (behind ``token`` when
     there is one), plus ``GET /health`` unless a channel answers it."""
@@ -227,7 +231,7 @@ def compose_routes(
         routes[INVOKE_KEY] = create_invoke_handler(agent, token)
     health = RouteKey("GET", "/health")
     if not any(parse_route_key(key).overlaps(health) for key in routes):
-        routes[HEALTH_KEY] = create_health_handler(is_ready)
+        routes[HEALTH_KEY] = create_health_handler(is_ready, store_reachable)
     return routes
 
 
@@ -288,7 +292,8 @@ async def open_agent_service(
         loaded.raise_if_invalid()
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
-        routes = compose_routes(loaded, agent, connections.is_ready, token)
+        backend = opened.backend
+        routes = compose_routes(loaded, agent, connections.is_ready, token, lambda: backend.reachable)
         chat = plan_web_chat(opened, loaded.routes, web_chat_default)
         access: ControlAccess | None = None
         detached: DetachedRuns | None = None
