@@ -101,6 +101,13 @@ class StateBackend:
             self._database = Database(self.database_settings)
         return self._database
 
+    @property
+    def reachable(self) -> bool:
+        """Can this process reach its state store now? Files: always; the database: while its
+        link connection is up (it reconnects by itself; ``/health`` says ``degraded`` meanwhile)."""
+        db = self._database
+        return db is None or db.link.up
+
     def describe(self) -> str:
         """``files (<state root>)`` or ``postgres <url> (namespace <ns>)``, never a password."""
         settings = self.database_settings

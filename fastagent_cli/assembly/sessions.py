@@ -28,7 +28,7 @@ from fastagent_cli.assembly.control.writes import write_settings
 from fastagent_cli.control import ActionResult
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import UsageError
+from fastagent_cli.errors import CredentialError, UsageError
 from fastagent_cli.messages import Message
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
@@ -101,8 +101,11 @@ class SessionPort:
     def key_warning(self, settings: SessionSettings) -> str | None:
         """``no API key for <provider> (set ..., or run ...)`` when turns on these settings would
         be refused for want of a key."""
-        if not self._models.credential(settings.model).missing:
-            return None
+        try:
+            if not self._models.credential(settings.model).missing:
+                return None
+        except CredentialError as exc:  # a broken or still running apiKey command
+            return exc.message
         return f"no API key for {settings.model.provider} ({missing_hint(settings.model)})"
 
     # --- writing --------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ a TOML syntax error names the file, line and column::
     host = "127.0.0.1"                 # the default; "0.0.0.0" serves other machines
     token = "..."                      # bearer token for /invoke (FASTAGENT_TOKEN wins)
     web_chat = true                    # the chat page on GET / (default: on under dev, off under start)
+    allowed_hosts = ["agent.example.com", ".example.org"]  # Host names besides loopback and IPs
+    allowed_origins = ["https://app.example.com"]           # cross-origin callers (CORS)
 
     [engine]
     max_tool_rounds = 50
@@ -88,12 +90,48 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+_HOST_NAME = re.compile(r"\.?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
+_ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:[0-9]{1,5})?")
+
+
 class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
     token: str | None = None
     web_chat: bool | None = None
     """The web chat page on ``GET /`` (``None``: on under ``dev``, off under ``start``)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """``Host`` names served besides loopback names and IP addresses (``.example.com``: it and its
+    subdomains; ``"*"``: any). See :mod:`fastagent_cli.serving.request_guard`."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Web origins (``https://app.example.com``) that may call across origins (CORS)."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for entry in value:
+            name = entry.strip().lower().rstrip(".")
+            if name != "*" and (not name or not _HOST_NAME.fullmatch(name)):
+                raise ValueError(
+                    f'"{entry}" is not a host name (write "agent.example.com" or ".example.com")'
+                )
+            out.append(name)
+        return out
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _allowed_origins(cls, value: list[str]) -> list[str]:
+        out: list[str] = []
+        for entry in value:
+            origin = entry.strip().lower().rstrip("/")
+            if not _ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f'"{entry}" is not a web origin (write "https://app.example.com", scheme and host, '
+                    "optionally :port; no path, no wildcard)"
+                )
+            out.append(origin)
+        return out
 
     @field_validator("token")
     @classmethod

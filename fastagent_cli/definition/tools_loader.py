@@ -9,7 +9,11 @@
 * merge order: coding tools, then config tools, then ``tools/``, then whatever the caller adds;
   the earlier name wins and every shadowed tool is reported as a collision.
 
-Agent tool modules are imported without writing ``__pycache__`` into the agent directory.
+Agent tool modules are imported without writing ``__pycache__`` into the agent directory, each
+in a thread of its own with a time limit (:data:`IMPORT_TIMEOUT_S`): a file that blocks at import
+(a network call, a lock, an ``input()``) is skipped and reported by name, and the command goes on
+(the stuck import is left behind in its daemon thread). What a module prints while it is imported
+goes to stderr, so ``info --json`` and ``invoke --json`` keep a clean stdout.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import importlib
 import importlib.util
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +36,7 @@ from fastagent_cli.tools.base import Tool
 from fastagent_cli.tools.search_tools import with_search_tool
 
 __all__ = [
+    "IMPORT_TIMEOUT_S",
     "TOOL_NAME",
     "Catalog",
     "ToolCollision",
@@ -46,6 +53,43 @@ __all__ = [
 Catalog = Callable[[], Mapping[str, Tool]]
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MODULE_PREFIX = "fastagent_agent_tools"
+IMPORT_TIMEOUT_S = 10.0
+"""How long one tool module's import may take before it is skipped as blocked."""
+
+
+class ImportBlocked(Exception):
+    """A tool module's import did not finish within :data:`IMPORT_TIMEOUT_S`."""
+
+
+def _bounded_import(run: Callable[[], object], what: str) -> None:
+    """Run ``run`` (an import) in a daemon thread, its prints sent to stderr; re-raise what it
+    raised, or :class:`ImportBlocked` when it is still running after :data:`IMPORT_TIMEOUT_S`."""
+    outcome: list[BaseException] = []
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            run()
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    previous = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        with redirect_stdout(sys.stderr):
+            threading.Thread(target=body, name=f"import {what}", daemon=True).start()
+            finished = done.wait(IMPORT_TIMEOUT_S)
+    finally:
+        sys.dont_write_bytecode = previous
+    if not finished:
+        raise ImportBlocked(
+            f"its import did not finish within {IMPORT_TIMEOUT_S:g} s (does it wait on something "
+            "at import time? move that into the tool's function)"
+        )
+    if outcome:
+        raise outcome[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +153,13 @@ def _exec_module(path: Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
-    previous = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
+    loader = spec.loader
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        _bounded_import(lambda: loader.exec_module(module), f"tools/{path.name}")
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    finally:
-        sys.dont_write_bytecode = previous
     return module
 
 
@@ -157,6 +198,8 @@ def load_tools_dir(agent_dir: Path) -> tuple[list[Tool], list[ToolLoadFailure]]:
     for path in discover_tool_files(agent_dir):
         try:
             tools.append(load_tool_file(path))
+        except ImportBlocked as exc:
+            failures.append(ToolLoadFailure(f"tools/{path.name}", str(exc)))
         except (Exception, SystemExit) as exc:
             failures.append(ToolLoadFailure(f"tools/{path.name}", _describe(exc)))
     return tools, failures
@@ -167,14 +210,14 @@ def import_tool_ref(ref: str, agent_dir: Path) -> list[Tool]:
     _importable(agent_dir)
     module_name, _, attr = ref.partition(":")
     where = f'fastagent.toml tools: "{ref}"'
-    previous = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
+    imported: list[ModuleType] = []
     try:
-        module = importlib.import_module(module_name)
+        _bounded_import(lambda: imported.append(importlib.import_module(module_name)), module_name)
+    except ImportBlocked as exc:
+        raise ConfigError(f"{where}: cannot import {module_name}: {exc}") from None
     except (Exception, SystemExit) as exc:
         raise ConfigError(f"{where}: cannot import {module_name} ({_describe(exc)})") from None
-    finally:
-        sys.dont_write_bytecode = previous
+    module = imported[0]
     if not hasattr(module, attr):
         raise ConfigError(f"{where}: module {module_name} has no attribute {attr!r}")
     value = getattr(module, attr)

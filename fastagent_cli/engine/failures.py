@@ -12,6 +12,8 @@ per failed turn, with the key redacted there too.
 ``model_error``          the model API failed; details: status and its own message   as classified
 ``session_store_error``  the session record cannot be read or written                disk full
 ``config_error``         credentials, model or definition stop the turn              no
+``context_overflow``     the session no longer fits the model's context window,      no
+                         even after compacting once
 ``internal_error``       a bug; details are just ``internal error``                  no
 =======================  ==========================================================  =============
 
@@ -40,12 +42,15 @@ __all__ = [
     "INTERNAL_ERROR",
     "MODEL_ERROR",
     "SESSION_STORE_ERROR",
+    "CONTEXT_OVERFLOW",
     "describe_failure",
+    "first_failure",
     "redact",
 ]
 
 MODEL_ERROR = "model_error"
 SESSION_STORE_ERROR = "session_store_error"
+CONTEXT_OVERFLOW = "context_overflow"
 CONFIG_ERROR = "config_error"
 INTERNAL_ERROR = "internal_error"
 
@@ -69,6 +74,8 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> tuple[Failed, str]:
     """The ``failed`` event for a turn that raised ``exc``, and the line for the server log."""
     keys = [s for s in secrets if s]
+    if isinstance(exc, BaseExceptionGroup):
+        exc = first_failure(exc)  # a task group's: what one of its tasks raised
     if isinstance(exc, FastagentError):
         full = exc.message
         if isinstance(exc, SessionError) and exc.path:
@@ -77,6 +84,8 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         shown = one_line(redact(exc.public or exc.message, keys))
         if isinstance(exc, SessionError):
             return Failed(shown, exc.retryable, SESSION_STORE_ERROR), log_line
+        if getattr(exc, "overflow", False):
+            return Failed(shown, False, CONTEXT_OVERFLOW), log_line
         if isinstance(exc.__cause__, ProviderError) or isinstance(exc, ProviderError):
             return Failed(shown, bool(getattr(exc, "retryable", False)), MODEL_ERROR), log_line
         if isinstance(exc, ConfigError | CredentialError | ModelError) or type(exc) is FastagentError:
@@ -84,6 +93,20 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         return Failed(shown, bool(getattr(exc, "retryable", False))), log_line
     log_line = redact_secrets_only(one_line(f"{type(exc).__name__}: {exc}"), keys)
     return Failed("internal error", False, INTERNAL_ERROR), log_line
+
+
+def first_failure(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a task group carried: the first fastagent error in it, else its first error."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = list(exc.exceptions)
+        else:
+            leaves.append(exc)
+    known = [exc for exc in leaves if isinstance(exc, FastagentError)]
+    return (known or leaves)[0]
 
 
 def redact_secrets_only(text: str, secrets: Iterable[str]) -> str:

@@ -168,7 +168,9 @@ class _Run:
                 if not exc.overflow or not self.setup.compaction.enabled:
                     raise
                 if self.overflow_recovered:
-                    raise TurnFailure(f"{OVERFLOW_RECOVERY_FAILED} {exc.message}", exc.retryable) from exc
+                    raise TurnFailure(
+                        f"{OVERFLOW_RECOVERY_FAILED} {exc.message}", exc.retryable, overflow=True
+                    ) from exc
                 self.overflow_recovered = True
                 if not await self.compact("overflow"):
                     raise  # nothing to compact (or the summary failed): the error stands

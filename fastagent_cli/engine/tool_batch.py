@@ -22,10 +22,12 @@ from typing import Any
 
 from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.failures import first_failure
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import ReadonlySession, RunScope, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.prints import tool_prints
 from fastagent_cli.tools.result_limit import limit_result
 
 __all__ = ["ABORTED_TOOL_TEXT", "call_limit", "run_tool_batch"]
@@ -75,8 +77,9 @@ async def _execute(
     limit = call_limit(tool, default_limit)
     deadline = asyncio.timeout(limit)
     try:
-        async with deadline:
-            return await tool.execute(call["arguments"], ctx)
+        with tool_prints(call["name"]):  # its prints: to the log, capped per call
+            async with deadline:
+                return await tool.execute(call["arguments"], ctx)
     except asyncio.CancelledError:
         raise
     except TimeoutError as exc:
@@ -164,6 +167,10 @@ async def run_tool_batch(
                 run.event("tool_finished", id=call["id"], isError=True, content={"content": _ABORTED_CONTENT})
             )
         raise
+    except BaseExceptionGroup as group:
+        # a call's result could not be recorded (the store failed): the turn fails with that
+        # error as it would on any other write, not with the task group that carried it
+        raise first_failure(group) from None
     return [results[c["id"]] for c in calls]
 
 

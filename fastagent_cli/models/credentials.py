@@ -14,7 +14,8 @@ and needs none otherwise.
 Reading never refreshes: :class:`FileCredentials` (this module) hands out what the file holds; the
 engine is given a :class:`CredentialSource` whose ``acquire`` may renew an expired login first
 (``fastagent_cli.auth.oauth`` builds the one every assembled agent uses).
-``apiKey`` values in ``models.json`` may be ``$VAR`` (environment), ``!command`` (its stdout) or
+``apiKey`` values in ``models.json`` may be ``$VAR`` (environment), ``!command`` (its stdout, run
+once per process off the event loop: :mod:`~fastagent_cli.models.key_command`) or
 a literal; a bare upper-case name of a set environment variable is read from it too (pi's rule).
 """
 
@@ -23,14 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from fastagent_cli.errors import CredentialError
+from fastagent_cli.models import key_command
 from fastagent_cli.models.types import ModelInfo
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "credential_files",
     "FileCredentials",
     "missing_hint",
+    "prime_api_key",
     "read_auth_file",
     "resolve_credential",
     "resolve_value",
@@ -114,7 +115,7 @@ def read_auth_file(path: Path) -> dict[str, dict[str, Any]]:
 def resolve_value(value: str, env: Mapping[str, str] | None = None) -> str | None:
     environ = os.environ if env is None else env
     if value.startswith("!"):
-        return _run_command(value[1:])
+        return key_command.command_key(value[1:])
     if value.startswith("${") and value.endswith("}"):
         return environ.get(value[2:-1])
     if value.startswith("$"):
@@ -124,20 +125,12 @@ def resolve_value(value: str, env: Mapping[str, str] | None = None) -> str | Non
     return value
 
 
-@cache
-def _run_command(command: str) -> str | None:
-    try:
-        done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CredentialError(
-            f"apiKey command {command!r} failed: {exc}", public="the models.json apiKey command failed"
-        ) from None
-    if done.returncode != 0:
-        raise CredentialError(
-            f"apiKey command {command!r} exited with {done.returncode}: {done.stderr.strip()}",
-            public=f"the models.json apiKey command exited with {done.returncode}",
-        )
-    return done.stdout.strip() or None
+async def prime_api_key(model: ModelInfo) -> None:
+    """Run ``model``'s ``!command`` apiKey off the loop if it has not settled yet (see
+    :mod:`~fastagent_cli.models.key_command`), so the :meth:`CredentialSource.peek` after it never
+    blocks. An async ``acquire`` calls it first."""
+    if model.api_key is not None and model.api_key.startswith("!"):
+        await key_command.prime(model.api_key[1:])
 
 
 def credential_files(auth_path: Path | None, global_path: Path | None) -> list[Path]:
@@ -212,4 +205,5 @@ class FileCredentials:
         return resolve_credential(model, self.auth_path, global_path=self.global_path)
 
     async def acquire(self, model: ModelInfo) -> Credential:
+        await prime_api_key(model)
         return self.peek(model)

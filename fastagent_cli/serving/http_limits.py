@@ -10,6 +10,9 @@
 * **Connection cap**: at most ``max_connections`` open connections (default
   :func:`default_max_connections`: 4096, or half the process's open-file limit if that is lower);
   one more is answered ``503 too many connections`` and closed, and the cap being hit is logged.
+* **Headers at prepare**: a handler (or a guard before it) may put a ``{name: value}`` mapping
+  under ``request[PREPARE_HEADERS_KEY]``; each response gets those it does not set itself when it
+  starts, streams included (the CORS headers of :mod:`~.request_guard`).
 * **Quiet client errors**: a malformed request (bad request line, header or chunked body) is a
   client's problem, answered ``400`` and logged as one debug line, never as a traceback at ERROR
   (any peer could fill the log).
@@ -26,7 +29,10 @@ import time
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 
 __all__ = [
@@ -34,6 +40,7 @@ __all__ = [
     "REQUEST_TIMEOUT_S",
     "GuardedHandler",
     "GuardedServer",
+    "PREPARE_HEADERS_KEY",
     "default_max_connections",
     "is_client_error",
     "raise_open_file_limit",
@@ -45,6 +52,7 @@ HEADERS_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 300.0
 _REFUSED_LOG_INTERVAL_S = 30.0
 _LINGER_S = 2.0
+PREPARE_HEADERS_KEY = "fastagent.prepare_headers"
 
 
 def _plain(status: str, body: str) -> bytes:
@@ -107,6 +115,16 @@ class GuardedServer(web.Server):
     def __call__(self) -> GuardedHandler:
         return GuardedHandler(self, loop=self._loop, **self._kwargs)
 
+    def _make_request(
+        self,
+        message: RawRequestMessage,
+        payload: StreamReader,
+        protocol: RequestHandler,
+        writer: AbstractStreamWriter,
+        task: asyncio.Task[None],
+    ) -> web.BaseRequest:
+        return _HostRequest(message, payload, protocol, writer, task, self._loop)
+
     def note_refused(self) -> None:
         now = time.monotonic()
         if now - self._refused_logged_at >= _REFUSED_LOG_INTERVAL_S:
@@ -115,6 +133,16 @@ class GuardedServer(web.Server):
                 "[host] connection limit reached (%d open); new connections are answered 503",
                 self.open_connections,
             )
+
+
+class _HostRequest(web.BaseRequest):
+    """A request whose responses get ``request[PREPARE_HEADERS_KEY]`` as they start."""
+
+    async def _prepare_hook(self, response: web.StreamResponse) -> None:
+        extra = self.get(PREPARE_HEADERS_KEY)
+        if extra:
+            for name, value in extra.items():
+                response.headers.setdefault(name, value)
 
 
 class GuardedHandler(RequestHandler):

@@ -8,9 +8,11 @@ Answers (features G7-G12):
 * 200 ``text/event-stream``: one ``data: <AgentEvent JSON>`` per event, ``: ping`` comments every
   30 s. A turn on a session that is already busy is still a 200 holding one
   ``failed{code:"session_busy"}``. A client that disconnects cancels the turn.
-* 405 ``POST only``, 413 ``body too large`` (over 1 MiB actually received), 400 ``invalid json``,
-  400 with what the body needs, 500 ``internal error`` when the agent fails before the stream
-  starts (after it started, the stream is cut, never left hanging).
+* 405 ``POST only``; 415 ``Content-Type must be application/json`` (a browser sends a form or
+  ``text/plain`` cross-origin without asking, JSON only after a preflight); 413 ``body too
+  large`` (over 1 MiB actually received); 400 ``invalid json``; 400 with what the body needs;
+  500 ``internal error`` when the agent fails before the stream starts (after it started, the
+  stream is cut, never left hanging).
 * With a token (see :mod:`~fastagent_cli.serving.invoke_auth`): 401 ``unauthorized`` unless the
   request carries ``Authorization: Bearer <token>``, checked before the body is read.
 """
@@ -47,6 +49,7 @@ log = logging.getLogger("fastagent.host")
 
 INVOKE_USAGE = 'need { "session": string, "text": string }\n'
 _PARENT_TYPE = '"parentSession" must be a string\n'
+_JSON_ONLY = "Content-Type must be application/json\n"
 _HINTS_TYPE = '"branchHints" must be an array of strings\n'
 
 
@@ -84,6 +87,8 @@ def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Han
             return refused
         if token is not None and not is_authorized(request, token):
             return unauthorized()
+        if request.content_type != "application/json":
+            return text_response(_JSON_ONLY, 415)
         raw = await read_body_or_413(request, MAX_BODY_BYTES, "body too large\n")
         if isinstance(raw, web.Response):
             return raw

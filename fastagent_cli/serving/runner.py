@@ -255,6 +255,7 @@ async def _open_and_announce(tunnel: Tunnel, service: AgentService) -> str | Non
     """Open the tunnel, then tell the channels its URL (webhook registration)."""
     url = await tunnel.open()
     if url is not None:
+        service.guard.allow_public_url(url)
         await announce_webhooks(url, service.loaded)
     return url
 
@@ -262,7 +263,9 @@ async def _open_and_announce(tunnel: Tunnel, service: AgentService) -> str | Non
 async def _announce_from(link: WorkerLink, service: AgentService) -> None:
     """A dev worker: announce each tunnel URL the supervisor sends."""
     while True:
-        await announce_webhooks(await link.public_urls.get(), service.loaded)
+        url = await link.public_urls.get()
+        service.guard.allow_public_url(url)
+        await announce_webhooks(url, service.loaded)
 
 
 def _print_startup(

@@ -19,7 +19,7 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * ``/invoke`` is mounted only when there are no enabled channel files (a broken one never makes it
   appear), behind the bearer token of ``FASTAGENT_TOKEN`` / ``[http] token`` when one is set;
   ``GET /health`` is added unless a channel answers it, and says ``starting`` (503) until every
-  long connection is ready;
+  long connection is ready, ``degraded`` (503) while the state database is unreachable;
 * with ``session_control = true`` the session control plane owns ``/control`` (bearer token:
   ``FASTAGENT_CONTROL_TOKEN``, else ``boot_token``, else minted for this boot;
   :attr:`AgentService.control`), and ``POST /control/invoke`` drives the agent (its detached runs
@@ -27,6 +27,8 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * the web chat page (``GET /`` and ``/webchat/*``) when ``[http] web_chat`` says so, or unset
   with ``web_chat_default`` (``dev``); it turns the control plane on
   (:mod:`~fastagent_cli.serving.webchat` has the rules);
+* every route sits behind :class:`~fastagent_cli.serving.request_guard.RequestGuard` (``Host``
+  and ``Origin`` checks, CORS for ``[http] allowed_origins``), whatever mounts it later;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
 * with ``scheduler`` (``dev`` / ``start`` pass
   :func:`fastagent_cli.schedules.host.prepare_schedule_host`), ``wake`` / ``unwake`` are mounted
@@ -64,6 +66,7 @@ from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback, LongConnections
 from fastagent_cli.serving.notices import NoticeHost
+from fastagent_cli.serving.request_guard import RequestGuard
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
 from fastagent_cli.serving.webchat import (
     WEB_CHAT_KEY,
@@ -142,6 +145,9 @@ class AgentService:
     detached: DetachedRuns | None = None
     notices: NoticeHost | None = None
     """On Start and MCP resource watches, started by :meth:`start_notices`."""
+    guard: RequestGuard = field(default_factory=RequestGuard)
+    """The ``Host`` / ``Origin`` / CORS checks in front of every route (``[http] allowed_hosts``,
+    ``allowed_origins``); :meth:`RequestGuard.allow_public_url` adds a tunnel's name."""
 
     @property
     def agent_dir(self) -> Path:
@@ -223,7 +229,11 @@ async def close_route_channels(loaded: LoadedChannels) -> None:
 
 
 def compose_routes(
-    loaded: LoadedChannels, agent: Agent, is_ready: Callable[[], bool], token: InvokeToken | None = None
+    loaded: LoadedChannels,
+    agent: Agent,
+    is_ready: Callable[[], bool],
+    token: InvokeToken | None = None,
+    store_reachable: Callable[[], bool] = lambda: True,
 ) -> dict[str, Handler]:
     """Channel routes, plus ``/invoke`` when no channel file is enabled (behind ``token`` when
     there is one), plus ``GET /health`` unless a channel answers it."""
@@ -232,7 +242,7 @@ def compose_routes(
         routes[INVOKE_KEY] = create_invoke_handler(agent, token)
     health = RouteKey("GET", "/health")
     if not any(parse_route_key(key).overlaps(health) for key in routes):
-        routes[HEALTH_KEY] = create_health_handler(is_ready)
+        routes[HEALTH_KEY] = create_health_handler(is_ready, store_reachable)
     return routes
 
 
@@ -293,7 +303,8 @@ async def open_agent_service(
         loaded.raise_if_invalid()
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
-        routes = compose_routes(loaded, agent, connections.is_ready, token)
+        backend = opened.backend
+        routes = compose_routes(loaded, agent, connections.is_ready, token, lambda: backend.reachable)
         chat = plan_web_chat(opened, loaded.routes, web_chat_default)
         access: ControlAccess | None = None
         detached: DetachedRuns | None = None
@@ -308,7 +319,9 @@ async def open_agent_service(
                 access = control_access(boot_token=boot_token)
             detached = DetachedRuns()
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
-        handler = build_router(routes, mounts)
+        http = opened.config.http
+        guard = RequestGuard(http.allowed_hosts, http.allowed_origins)
+        handler = guard.wrap(build_router(routes, mounts))
         await start_route_channels(loaded)
         await connections.start()
     except BaseException:
@@ -335,4 +348,5 @@ async def open_agent_service(
         access,
         chat,
         detached,
+        guard=guard,
     )

@@ -5,6 +5,9 @@
 
 A leading ``~`` is expanded in every override; relative overrides resolve against the workspace.
 A path that cannot be a directory (it, or a parent, is a file) is a ConfigError naming the setting.
+``FASTAGENT_STATE_DIR`` names a place the operator chose: it is created (0700) when it is read, so
+one that cannot be created fails the command at once, naming the variable and the path, instead of
+every turn failing with ``cannot write the session store``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fastagent_cli.errors import ConfigError
+from fastagent_cli.state.atomic import make_private_dir
 
 __all__ = [
     "SESSIONS_DIR_ENV",
@@ -40,9 +44,16 @@ def resolve_state_root(
     environ = os.environ if env is None else env
     override = environ.get("FASTAGENT_STATE_DIR")
     if override:
-        return check_directory(
-            resolve_override(override, workspace or agent_dir), f"FASTAGENT_STATE_DIR={override}"
-        )
+        setting = f"FASTAGENT_STATE_DIR={override}"
+        root = check_directory(resolve_override(override, workspace or agent_dir), setting)
+        try:
+            make_private_dir(root)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(
+                f"{setting}: cannot create the state directory {root}: {reason.lower()}"
+            ) from None
+        return root
     return check_directory(agent_dir / STATE_DIRNAME, "the state directory")
 
 

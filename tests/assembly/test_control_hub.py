@@ -77,6 +77,10 @@ async def test_update_validates_as_a_whole_then_writes_and_reports_once(tmp_path
     )  # type: ignore[union-attr]
     assert (await s.update(SessionUpdate(thinking_level="extreme"))).code == INVALID_COMMAND
     assert (await s.update(SessionUpdate(name="  "))).code == INVALID_COMMAND
+    huge = await s.update(SessionUpdate(name="n" * 100_000))  # 100 KB used to be accepted
+    assert huge.code == INVALID_COMMAND and huge.error is not None
+    assert huge.error.message == "name must be at most 200 characters (it has 100000)"
+    assert (await s.update(SessionUpdate(name="n" * 201))).code == INVALID_COMMAND
     assert (await s.update(SessionUpdate(leaf_entry_id="feedbeef"))).code == INVALID_COMMAND
     assert lines(agent, "u") == before  # a rejected patch leaves nothing behind
 

@@ -157,6 +157,7 @@ async def test_a_second_overflow_fails_the_run(tmp_path: Path) -> None:
     failed = events[-1]
     assert isinstance(failed, Failed)
     assert failed.details.startswith(OVERFLOW_RECOVERY_FAILED) and "8192" in failed.details
+    assert (failed.code, failed.retryable) == ("context_overflow", False)
     assert len(model.summaries) == 1  # one compact-and-retry, no more
 
 

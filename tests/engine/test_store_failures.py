@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import stat
 import types
@@ -94,3 +95,35 @@ async def test_a_full_disk_mid_turn_is_retryable_and_leaves_no_partial_line(
     texts = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     users = [e["message"]["content"][0]["text"] for e in texts if e.get("message", {}).get("role") == "user"]
     assert users == ["first", "third"]
+
+
+async def test_a_full_disk_while_tool_results_are_recorded_is_a_retryable_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from fastagent_cli import tool
+
+    patched = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    @tool
+    async def fill_disk(n: int) -> str:
+        """Uses up the disk."""
+        patched.write = full  # the disk fills while the calls run: their results cannot be written
+        return f"filled {n}"
+
+    calls = [{"name": "fill_disk", "args": {"n": n}} for n in (1, 2)]  # parallel: a task group
+    model = ScriptedModel.from_script({"steps": [{"toolCalls": calls}, {"text": "done"}]})
+    sessions = tmp_path / "sessions"
+    agent = create_agent(
+        model=model, tools=[fill_disk], sessions=FileSessionStore(sessions, tmp_path), cwd=tmp_path
+    )
+    monkeypatch.setattr(atomic_module, "os", patched)
+    caplog.set_level(logging.WARNING, "fastagent.agent")
+    failed = [e for e in await drain(agent.invoke("s1", "fill it")) if isinstance(e, Failed)]
+    assert failed == [
+        Failed("cannot write the session store: no space left on device", True, "session_store_error")
+    ]
+    assert not any(r.exc_info for r in caplog.records)  # one line, no traceback
+    assert "Traceback" not in caplog.text and "ExceptionGroup" not in caplog.text

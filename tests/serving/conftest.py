@@ -70,7 +70,7 @@ async def raw_http(port: int, request: bytes, *, read_timeout: float = 10) -> by
 
 
 def raw_get(path: str, method: str = "GET") -> bytes:
-    return f"{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".encode()
+    return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
 
 
 def split_response(raw: bytes) -> tuple[int, dict[str, str], bytes]:

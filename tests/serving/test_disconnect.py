@@ -139,7 +139,7 @@ async def test_a_client_leaving_a_fast_stream_leaves_no_unretrieved_task_error()
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             body = b'{"session":"s","text":"x"}'
             writer.write(
-                b"POST /invoke HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + f"Content-Length: {len(body)}\r\n\r\n".encode()
                 + body
             )

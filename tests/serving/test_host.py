@@ -120,7 +120,7 @@ async def test_close_all_connections_cuts_idle_keepalive_connections(http: aioht
     try:
         port = await server.listening
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         await writer.drain()
         await asyncio.wait_for(reader.readuntil(b"ok\n"), 10)
         server.close_all_connections()

@@ -70,7 +70,7 @@ def test_the_deadlines_are_the_originals() -> None:
 async def test_headers_trickled_byte_by_byte_get_408_at_the_header_deadline(serve_with: Serve) -> None:
     port = await serve_with(headers_timeout=0.6)
     started = time.monotonic()
-    raw = await trickle(port, b"POST /invoke HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200)
+    raw = await trickle(port, b"POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200)
     status, headers, body = split_response(raw)
     assert (status, body) == (408, b"request timeout\n")
     assert headers["connection"] == "close"
@@ -92,7 +92,7 @@ async def test_a_keep_alive_connection_gets_a_fresh_header_window_per_request(se
     try:
         for _ in range(3):  # 3 x 0.3 s: longer than one window, each request inside its own
             await asyncio.sleep(0.3)
-            writer.write(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+            writer.write(b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             await writer.drain()
             assert (await asyncio.wait_for(reader.readuntil(b"bytes\n"), 5)).endswith(b"got 0 bytes\n")
     finally:
@@ -101,7 +101,9 @@ async def test_a_keep_alive_connection_gets_a_fresh_header_window_per_request(se
 
 async def test_a_body_still_trickling_in_at_the_request_deadline_gets_408(serve_with: Serve) -> None:
     port = await serve_with(request_timeout=0.8)
-    raw = await trickle(port, b"z" * 200, head=b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+    raw = await trickle(
+        port, b"z" * 200, head=b"POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"
+    )
     assert split_response(raw)[0] == 408
 
 
@@ -112,9 +114,8 @@ async def test_the_request_deadline_never_cuts_a_stream_already_under_way(serve_
     body = b'{"session":"s","text":"x"}'
     try:
         writer.write(
-            b"POST /invoke HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
+            b"POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\n" + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
         )
         raw = await read_all(reader)
     finally:
@@ -139,7 +140,7 @@ async def test_connections_over_the_cap_are_answered_503(
         w.close()
     await asyncio.sleep(0.1)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)  # room again
-    writer.write(b"GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    writer.write(b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     assert split_response(await read_all(reader))[0] == 200
     writer.close()
 
@@ -147,10 +148,10 @@ async def test_connections_over_the_cap_are_answered_503(
 @pytest.mark.parametrize(
     "request_bytes",
     [
-        b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
-        b"GET / HTTP/1.1\r\nHost: x\r\nBad Header Name: y\r\n\r\n",
+        b"GET /\x00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Name: y\r\n\r\n",
         b"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot hex\r\n0\r\n\r\n",
-        b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGARBAGE\r\n\r\n",
     ],
     ids=["nul-in-target", "space-in-header-name", "bad-chunk-size", "garbage-after-request"],
 )

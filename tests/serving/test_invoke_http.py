@@ -19,6 +19,8 @@ from fastagent_cli.serving.invoke_http import create_invoke_handler
 from fastagent_cli.serving.router import build_router
 from tests.serving.conftest import FakeAgent, SlowTool, StartServer, real_agent, slow_tool_script, sse_events
 
+JSON = {"Content-Type": "application/json"}
+
 
 async def test_a_turn_streams_as_sse_with_the_standard_headers(
     start_server: StartServer, http: aiohttp.ClientSession
@@ -114,14 +116,14 @@ async def test_the_body_cap_is_1_mib(start_server: StartServer, http: aiohttp.Cl
     envelope = json.dumps({"session": "s", "text": ""}).encode()
     room = MAX_BODY_BYTES - len(envelope)
     fits = envelope[:-2] + b"x" * room + envelope[-2:]
-    async with http.post(f"{base}/invoke", data=io.BytesIO(fits)) as resp:
+    async with http.post(f"{base}/invoke", data=io.BytesIO(fits), headers=JSON) as resp:
         assert resp.status == 200
         assert sse_events(await resp.text()) == [Completed()]
     # One byte over, counted in bytes: "é" is two.
     pad = "é".encode() * ((room + 1) // 2) + b"x" * ((room + 1) % 2)
     over = envelope[:-2] + pad + envelope[-2:]
     assert len(fits) == MAX_BODY_BYTES and len(over) == MAX_BODY_BYTES + 1
-    async with http.post(f"{base}/invoke", data=io.BytesIO(over)) as resp:
+    async with http.post(f"{base}/invoke", data=io.BytesIO(over), headers=JSON) as resp:
         assert resp.status == 413
         assert await resp.text() == "body too large\n"
     assert len(agent.calls) == 1
@@ -138,7 +140,10 @@ async def test_a_2_mib_body_sent_slowly_without_length_gets_413_before_it_ends(
     sent = 0
     status_line = b""
     try:
-        writer.write(b"POST /invoke HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(
+            b"POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
         writer.write(b'%x\r\n{"session":"s","text":"\r\n' % len(b'{"session":"s","text":"'))
         read = asyncio.ensure_future(reader.readline())
         while sent < 2 * MAX_BODY_BYTES and not read.done():

@@ -37,7 +37,7 @@ async def leave_after_first_event(port: int, session: str, linger: float) -> Non
     try:
         body = json.dumps({"session": session, "text": "hi"}).encode()
         writer.write(
-            b"POST /invoke HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            b"POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -157,3 +158,38 @@ async def test_a_connection_lost_mid_turn_fails_the_turn_retryably(stores: Opene
     seen = await b.read("s")
     assert seen is not None and texts(seen) == ["before", "ok"]  # nothing half-written
     assert await b.lease("s") is not None  # the lease went with the connection
+
+
+async def test_a_connection_lost_while_tool_results_are_recorded_is_a_retryable_store_error(
+    stores: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    from fastagent_cli import tool
+    from fastagent_cli.assembly import create_agent
+    from fastagent_cli.contract import Failed
+    from fastagent_cli.models.scripted import ScriptedModel
+    from tests.conformance.suite import drain
+
+    a, b = await stores(), await stores()
+
+    @tool
+    async def cut_database(n: int) -> str:
+        """Cuts this instance's database connection."""
+        async with b.db.connection() as conn:
+            await conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                f"fastagent/{a.db.instance}/link",
+            )
+        for _ in range(250):
+            if not a.db.link.holds(1):
+                break
+            await asyncio.sleep(0.02)
+        return f"cut {n}"
+
+    calls = [{"name": "cut_database", "args": {"n": n}} for n in (1, 2)]  # parallel: a task group
+    model = ScriptedModel.from_script({"steps": [{"toolCalls": calls}, {"text": "done"}]})
+    agent = create_agent(model=model, tools=[cut_database], sessions=a)
+    caplog.set_level(logging.WARNING, "fastagent.agent")
+    events = await drain(agent.invoke("s", "cut it"))
+    (failed,) = [e for e in events if isinstance(e, Failed)]
+    assert failed.code == "session_store_error" and failed.retryable is True, failed
+    assert not any(r.exc_info for r in caplog.records) and "ExceptionGroup" not in caplog.text

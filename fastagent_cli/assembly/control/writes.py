@@ -45,6 +45,10 @@ __all__ = ["SettingsDecision", "delete_session", "fork_session", "update_session
 log = logging.getLogger("fastagent.control")
 
 
+MAX_NAME_CHARS = 200
+"""A session's display name: a title, not a document (the list, the tab and the header show it)."""
+
+
 def _invalid(message: str) -> ActionResult:
     return rejected(INVALID_COMMAND, message)
 
@@ -58,6 +62,8 @@ def _check_payload(engine: EngineAgent, patch: SessionUpdate) -> ActionResult | 
     """What can be checked without the session: the refusal, or the model a patch names."""
     if patch.name is not None and not patch.name.strip():
         return _invalid("name must not be empty")
+    if patch.name is not None and len(patch.name) > MAX_NAME_CHARS:
+        return _invalid(f"name must be at most {MAX_NAME_CHARS} characters (it has {len(patch.name)})")
     if patch.thinking_level is not None and patch.thinking_level not in THINKING_LEVELS:
         return _invalid(
             f'unknown thinking level "{patch.thinking_level}" — state().availableThinkingLevels lists '

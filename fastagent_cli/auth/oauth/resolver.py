@@ -30,7 +30,7 @@ from fastagent_cli.auth.oauth.common import TokenError, now_ms
 from fastagent_cli.auth.oauth.providers import OAUTH_PROVIDERS, OAuthProvider
 from fastagent_cli.auth.store import AuthStore
 from fastagent_cli.errors import CredentialError, ProviderError
-from fastagent_cli.models.credentials import Credential, read_auth_file, resolve_credential
+from fastagent_cli.models.credentials import Credential, prime_api_key, read_auth_file, resolve_credential
 from fastagent_cli.models.types import ModelInfo
 
 __all__ = ["RENEW_LOCK_TIMEOUT_S", "OAuthCredentials"]
@@ -51,6 +51,7 @@ class OAuthCredentials:
         return resolve_credential(model, self.auth_path, global_path=self.global_path)
 
     async def acquire(self, model: ModelInfo) -> Credential:
+        await prime_api_key(model)  # an apiKey command runs off the loop, once
         credential = self.peek(model)
         provider = OAUTH_PROVIDERS.get(model.provider)
         if provider is None or credential.key is None:

@@ -1,7 +1,9 @@
 """The ``/control`` prefix as one mounted handler: bearer auth, CORS, and its own little router.
 
-* Every reply carries CORS headers (routes, the ``OPTIONS`` preflight, 401, 404, 405, 413 and a
-  handler that fails), so a browser client can read every answer.
+* Every reply carries the CORS method and header lists (routes, the ``OPTIONS`` preflight, 401,
+  404, 405, 413 and a handler that fails); ``Access-Control-Allow-Origin`` is added by the
+  server's :class:`~fastagent_cli.serving.request_guard.RequestGuard`, for the configured
+  ``[http] allowed_origins`` only (never ``*``).
 * Every request but a preflight needs ``Authorization: Bearer <token>``, compared in constant
   time: ``401 unauthorized`` otherwise (before any routing, so a stranger learns nothing).
 * Paths are matched as they arrive (no decoding) segment by segment; the one variable segment,
@@ -33,7 +35,6 @@ SESSION = "{session}"
 """The variable segment of a route pattern: a percent-encoded session id."""
 
 CORS_HEADERS: Mapping[str, str] = {
-    "Access-Control-Allow-Origin": "*",
     "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "authorization, content-type, last-event-id",
     "Access-Control-Max-Age": "600",

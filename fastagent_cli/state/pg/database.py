@@ -39,6 +39,20 @@ __all__ = ["CONNECT_TIMEOUT_S", "COMMAND_TIMEOUT_S", "Database"]
 
 log = logging.getLogger("fastagent.database")
 
+
+def _pool_floor_retry(record: logging.LogRecord) -> bool:
+    """asyncpg's pool logs a warning with a traceback at every failed attempt to restore its
+    minimum connection during an outage; the link already says the database is lost (one line)
+    and back (one line), so these become debug lines without the traceback."""
+    if record.getMessage().startswith("Failed to restore the pool connection floor"):
+        error = record.exc_info[1] if record.exc_info else None
+        log.debug("[database] pool reconnect attempt failed: %s", reason(error) if error else "unknown")
+        return False
+    return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_pool_floor_retry)
+
 T = TypeVar("T")
 _LIVE = """
 SELECT t.id FROM unnest($1::text[], $2::bigint[]) AS t(id, k)

@@ -31,6 +31,36 @@ CODE = (
     "```python\\ndef add(a: int, b: int) -> int:\\n    # add two numbers\\n    return a + b\\n```\\n\\n"
     "| name | value |\\n|---|---:|\\n| a | 1 |\\n| b | 2 |\\n"
 )
+EVERY = "\\n".join([
+    "https://example.com/bare first, then <https://example.com/auto> and "
+    "[https://example.com/same](https://example.com/same)",
+    "[a named link](https://example.com/named \\"title\\") and <mailto:team@example.com> "
+    "and [no](javascript:alert(1))",
+    "",
+    "# Heading with https://example.com/in-heading",
+    "",
+    "**bold https://example.com/in-bold** *em* __strong__ _em_ ~~struck~~ `code https://x.example`",
+    "",
+    "> a quote with [a link](https://example.com/quoted)",
+    "",
+    "- item https://example.com/item",
+    "  - nested item",
+    "1. first",
+    "2. second",
+    "- [x] done task",
+    "",
+    "| url | text |",
+    "|---|:---:|",
+    "| https://example.com/cell | [cell](https://example.com/cell-link) |",
+    "",
+    "---",
+    "",
+    "```js",
+    "const url = 'https://example.com/in-code';",
+    "```",
+    "",
+    "![an image](https://example.com/img.png) \\\\*not em\\\\* done",
+])
 
 
 def reply(request):
@@ -50,6 +80,10 @@ def reply(request):
         return {"text": STORY, "chunkDelayMs": 80}
     if text == "show code":
         return {"text": CODE, "chunkDelayMs": 60}
+    if text == "every construct":
+        return EVERY
+    if text == "nest deeply":
+        return ">" * 40 + " deep"
     return "You said: " + text
 """
 WEATHER = '''
@@ -239,6 +273,74 @@ def test_a_message_streams_in_as_rendered_markdown(page: Page) -> None:
     assert shown["cells"] == ["a", "1", "b", "2"]
     assert shown["streaming"] == 0
     screenshot(page.driver, "02-answer")
+
+
+def test_urls_and_every_markdown_construct_render_and_a_failed_message_shows_as_text(page: Page) -> None:
+    session = new_id()
+    page.open(session).ready()
+    page.send("every construct")
+    page.wait_text("every construct", ".msg.user")
+    page.idle()
+
+    def shown() -> dict[str, Any]:
+        answer = page.all(".msg.assistant")[-1]
+        found = lambda css: answer.find_elements("css selector", css)  # noqa: E731
+        return {
+            "links": [(a.text, a.get_attribute("href")) for a in found("a")],
+            "targets": {(a.get_attribute("target"), a.get_attribute("rel")) for a in found("a")},
+            "tags": {
+                tag: len(found(tag))
+                for tag in ("h3", "strong", "em", "del", "blockquote", "ul ul", "ol", "table", "hr")
+            },
+            "checkbox": [box.is_selected() for box in found("input[type=checkbox]")],
+            "code": found(".code pre code")[0].text,
+            "plain": len(found(".md-plain")),
+            "text": answer.text,
+        }
+
+    got = wait_until(shown, "the answer read whole")
+    assert got["links"] == [
+        ("https://example.com/bare", "https://example.com/bare"),
+        ("https://example.com/auto", "https://example.com/auto"),
+        ("https://example.com/same", "https://example.com/same"),
+        ("a named link", "https://example.com/named"),
+        ("mailto:team@example.com", "mailto:team@example.com"),
+        ("https://example.com/in-heading", "https://example.com/in-heading"),
+        ("https://example.com/in-bold", "https://example.com/in-bold"),
+        ("a link", "https://example.com/quoted"),
+        ("https://example.com/item", "https://example.com/item"),
+        ("https://example.com/cell", "https://example.com/cell"),
+        ("cell", "https://example.com/cell-link"),
+        ("an image", "https://example.com/img.png"),
+    ]
+    assert got["targets"] == {("_blank", "noopener noreferrer")}
+    assert got["tags"] == {
+        "h3": 1,
+        "strong": 2,
+        "em": 2,
+        "del": 1,
+        "blockquote": 1,
+        "ul ul": 1,
+        "ol": 1,
+        "table": 1,
+        "hr": 1,
+    }
+    assert got["checkbox"] == [True] and got["plain"] == 0
+    assert "const url = 'https://example.com/in-code';" in got["code"]
+    assert "no" in got["text"] and "*not em*" in got["text"]  # javascript: is text, escapes are kept
+    screenshot(page.driver, "03-every-construct")
+    # one message the renderer refuses shows as its text; the rest of the transcript stays
+    page.send("nest deeply")
+    page.idle()
+
+    def fallback() -> str:
+        last = page.all(".msg.assistant")[-1]
+        return str(last.find_element("css selector", ".md-plain").text)
+
+    assert wait_until(fallback, "the plain-text fallback") == ">" * 40 + " deep"
+    assert "every construct" in page.text() and "https://example.com/bare" in page.text()
+    page.send("after")
+    page.wait_text("You said: after")
 
 
 def test_a_tool_call_is_a_line_that_expands_to_its_arguments_and_result(page: Page) -> None:

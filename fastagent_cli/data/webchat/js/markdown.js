@@ -3,9 +3,10 @@
 // Blocks: fenced code (``` or ~~~, highlighted; an unclosed fence while streaming runs to the
 // end), ATX headings, block quotes, bullet and numbered lists (nested by indentation), GFM tables,
 // thematic breaks, paragraphs (a single newline is a line break, as chat text means it).
-// Inlines: `code`, **strong**, *emphasis*, ~~strike~~, [links](https://...), bare https:// URLs.
-// Links open in a new tab without a referrer; only http(s) and mailto are linked. Images are
-// shown as links (the page loads nothing from elsewhere).
+// Inlines: `code`, **strong**, *emphasis*, ~~strike~~, [links](https://...), <https://...>
+// autolinks, bare https:// URLs. Links open in a new tab without a referrer; only http(s) and
+// mailto are linked; a link's text holds no link (a URL there is text). Images are shown as links
+// (the page loads nothing from elsewhere). A message that fails to render shows as plain text.
 
 import { highlight } from "./highlight.js";
 
@@ -23,13 +24,24 @@ function el(tag, className, text) {
   return node;
 }
 
+const MAX_DEPTH = 24;
+
 export function renderMarkdown(source) {
   const root = el("div", "md");
-  renderBlocks(source.replace(/\r\n?/g, "\n").split("\n"), root);
+  try {
+    renderBlocks(source.replace(/\r\n?/g, "\n").split("\n"), root, 0);
+  } catch (error) {
+    // one message the renderer cannot take shows as its text; the transcript goes on
+    console.warn("markdown: showing a message as plain text:", error);
+    const plain = el("div", "md md-plain");
+    plain.append(el("p", "", source));
+    return plain;
+  }
   return root;
 }
 
-function renderBlocks(lines, parent) {
+function renderBlocks(lines, parent, depth) {
+  if (depth > MAX_DEPTH) throw new Error("nested too deeply");
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
@@ -64,12 +76,12 @@ function renderBlocks(lines, parent) {
       const body = [];
       while (i < lines.length && lines[i].trim() && QUOTE.test(lines[i])) body.push(QUOTE.exec(lines[i++])[1]);
       const node = el("blockquote");
-      renderBlocks(body, node);
+      renderBlocks(body, node, depth + 1);
       parent.append(node);
       continue;
     }
     if (ITEM.test(line)) {
-      i = list(lines, i, parent);
+      i = list(lines, i, parent, depth);
       continue;
     }
     if (line.includes("|") && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1]) && lines[i + 1].includes("-")) {
@@ -100,7 +112,7 @@ function startsBlock(lines, i) {
   );
 }
 
-function list(lines, start, parent) {
+function list(lines, start, parent, depth) {
   const first = ITEM.exec(lines[start]);
   const indent = first[1].length;
   const ordered = /\d/.test(first[2]);
@@ -113,14 +125,14 @@ function list(lines, start, parent) {
     const match = ITEM.exec(line);
     if (match && match[1].length === indent && /\d/.test(match[2]) === ordered) {
       item = [match[3]];
-      node.append(listItem(item));
+      node.append(listItem(item, depth));
       i += 1;
       continue;
     }
     const deeper = line.length - line.trimStart().length > indent;
     if (item && line.trim() && (deeper || (!match && !startsBlock(lines, i)))) {
       item.push(line.slice(Math.min(indent + 2, line.length - line.trimStart().length)));
-      node.lastChild.replaceWith(listItem(item));
+      node.lastChild.replaceWith(listItem(item, depth));
       i += 1;
       continue;
     }
@@ -135,7 +147,7 @@ function list(lines, start, parent) {
   return i;
 }
 
-function listItem(lines) {
+function listItem(lines, depth) {
   const li = el("li");
   const task = /^\[([ xX])\]\s+/.exec(lines[0]);
   if (task) {
@@ -147,7 +159,7 @@ function listItem(lines) {
     lines = [lines[0].slice(task[0].length), ...lines.slice(1)];
   }
   if (lines.length === 1) inline(lines[0], li);
-  else renderBlocks(lines, li);
+  else renderBlocks(lines, li, depth + 1);
   return li;
 }
 
@@ -221,27 +233,30 @@ export function codeBlock(code, language) {
 // --- inlines ---------------------------------------------------------------------------------
 
 const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|~~(?=\S)([\s\S]*?\S)~~|\*(?=[^\s*])([\s\S]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w])|!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"\]])|\\([\\`*_{}[\]()#+\-.!|~>])/;
+  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__|~~(?=\S)([\s\S]*?\S)~~|\*(?=[^\s*])([\s\S]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w])|!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"\]])|\\([\\`*_{}[\]()#+\-.!|~>])|<((?:https?:\/\/|mailto:)[^\s<>]+)>/;
 
 function safeHref(url) {
   return /^(https?:|mailto:)/i.test(url) ? url : null;
 }
 
-function link(text, href, parent) {
+// ``inLink``: inside a link's text, where links are text (no link nests in a link, and a URL as
+// its own text must not be linked again, endlessly).
+function link(text, href, parent, inLink, depth) {
   const safe = safeHref(href);
-  if (!safe) {
-    inline(text, parent);
+  if (!safe || inLink) {
+    inline(text || href, parent, inLink, depth + 1);
     return;
   }
   const a = el("a");
   a.href = safe;
   a.target = "_blank";
   a.rel = "noopener noreferrer";
-  inline(text || safe, a);
+  inline(text || safe, a, true, depth + 1);
   parent.append(a);
 }
 
-export function inline(text, parent) {
+export function inline(text, parent, inLink = false, depth = 0) {
+  if (depth > MAX_DEPTH) throw new Error("nested too deeply");
   let rest = text;
   while (rest) {
     const m = INLINE.exec(rest);
@@ -250,15 +265,22 @@ export function inline(text, parent) {
       return;
     }
     if (m.index) parent.append(rest.slice(0, m.index));
+    const inner = (tag, body) => inline(body, parent.appendChild(el(tag)), inLink, depth + 1);
     if (m[1] !== undefined) parent.append(el("code", "inline", m[2].replace(/^ (.*) $/, "$1")));
-    else if (m[3] !== undefined) inline(m[3], parent.appendChild(el("strong")));
-    else if (m[4] !== undefined) inline(m[4], parent.appendChild(el("strong")));
-    else if (m[5] !== undefined) inline(m[5], parent.appendChild(el("del")));
-    else if (m[6] !== undefined) inline(m[6], parent.appendChild(el("em")));
-    else if (m[7] !== undefined) inline(m[7], parent.appendChild(el("em")));
-    else if (m[9] !== undefined) link(m[8], m[9], parent);
-    else if (m[10] !== undefined) link(m[10], m[10], parent);
-    else if (m[11] !== undefined) parent.append(m[11]);
+    else if (m[3] !== undefined) inner("strong", m[3]);
+    else if (m[4] !== undefined) inner("strong", m[4]);
+    else if (m[5] !== undefined) inner("del", m[5]);
+    else if (m[6] !== undefined) inner("em", m[6]);
+    else if (m[7] !== undefined) inner("em", m[7]);
+    else if (m[9] !== undefined) link(m[8], m[9], parent, inLink, depth);
+    else if (m[10] !== undefined) {
+      if (inLink) parent.append(m[10]);
+      else link(m[10], m[10], parent, inLink, depth);
+    } else if (m[11] !== undefined) parent.append(m[11]);
+    else if (m[12] !== undefined) {
+      if (inLink) parent.append(m[12]);
+      else link(m[12], m[12], parent, inLink, depth);
+    }
     rest = rest.slice(m.index + m[0].length);
   }
 }

@@ -99,6 +99,7 @@ export class SessionList {
 
   edit(item, row) {
     const input = el("input", "rename-input");
+    input.maxLength = 200; // the control plane refuses longer names
     input.value = row.name || "";
     input.placeholder = titleOf(row);
     input.setAttribute("aria-label", "Conversation name");
