@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 import uuid
 from typing import TYPE_CHECKING, TextIO
 
@@ -34,6 +35,7 @@ from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent
+    from fastagent_cli.contract import ToolEnded, ToolStarted
 
 __all__ = ["invoke", "say_findings", "stream_turn"]
 
@@ -189,7 +191,10 @@ async def stream_turn(
     out = out or sys.stdout
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
-    names: dict[str, str] = {}
+    from fastagent_cli.logging_setup import drop_turn_failures
+
+    drop_turn_failures()  # the failed event below says why, once
+    tools = _ToolLines()
     ended_with_newline = True
     ok = cut_off = False
     try:
@@ -211,10 +216,9 @@ async def stream_turn(
                     out.flush()
                     ended_with_newline = event.delta.endswith("\n")
                 elif isinstance(event, ToolStarted):
-                    names[event.id] = event.name
-                    say(f"[tool] {event.name}")
+                    say(tools.started(event))
                 elif isinstance(event, ToolEnded) and event.is_error:
-                    say(f"[tool] {names.get(event.id, event.id)} failed")
+                    say(tools.failed(event))
                 elif isinstance(event, Retrying):
                     say(
                         f"[fastagent] transient failure — retrying ({event.attempt}/{event.max_attempts} "
@@ -237,6 +241,35 @@ async def stream_turn(
         await opened.aclose()
     return ok
 
+
+class _ToolLines:
+    """``[tool] read path=notes.md`` when a call starts; ``[tool] read path=notes.md ✗ 12ms: <why>``
+    when it fails: the facts of chat's tool line (name, arguments, duration, the error) on one
+    line each. A call that succeeds adds nothing (the answer follows)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, tuple[str, float]] = {}
+
+    def started(self, event: ToolStarted) -> str:
+        from fastagent_cli.chat.tool_lines import summarize_args
+
+        summary = summarize_args(event.args)
+        head = f"{event.name} {summary}" if summary else event.name
+        self._calls[event.id] = (head, time.monotonic())
+        return f"[tool] {head}"
+
+    def failed(self, event: ToolEnded) -> str:
+        from fastagent_cli.chat.tool_lines import content_text, format_duration
+
+        head, started = self._calls.get(event.id, (event.id, time.monotonic()))
+        reason = " ".join(content_text(event.content).split())
+        if len(reason) > _REASON_LIMIT:
+            reason = reason[: _REASON_LIMIT - 1] + "…"
+        took = format_duration(time.monotonic() - started)
+        return f"[tool] {head} ✗ {took}: {reason or '(no error text)'}"
+
+
+_REASON_LIMIT = 300
 
 CUT_OFF_NOTE = (
     "[fastagent] note: the answer was cut off: it reached the output token limit (the model's "
