@@ -146,8 +146,22 @@ def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
                 f"[fastagent] {provider.title} key saved to {store.path}, but it could not be checked: "
                 f"{verdict.message}"
             )
+            say(f"[fastagent] {check_later(provider)}")
         return verdict
     raise CredentialError(f"no usable {provider.title} key after {MAX_ATTEMPTS} tries; nothing was saved")
+
+
+def check_later(provider: ProviderInfo) -> str:
+    """How to check a saved key that could not be checked now: one turn with one of its models
+    (a rejected key fails it with the provider's 401), or the login again."""
+    model = provider.default_model or next(iter(provider.models), None)
+    turn = (
+        f'`fastagent invoke "hi" --model {provider.name}/{model}`' if model else "one turn of an agent on it"
+    )
+    return (
+        f"check it later with {turn} (a rejected key fails the turn), or run "
+        f"`fastagent login {provider.name}` again"
+    )
 
 
 def _arguments(provider: str | None, directory: str | None) -> tuple[str | None, str]:
