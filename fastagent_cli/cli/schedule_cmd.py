@@ -1,10 +1,10 @@
 """``fastagent schedule list|history|cancel``: what will fire, what did, and the operator's kill
 switch for wake-ups.
 
-* ``list [dir] [--json]``: one line per schedule (``schedule  <name> <next> cron <expr> [tz]``)
-  and per pending wake-up (``wake      <id> <fireAt> one-shot|cron <expr> session=<s> <prompt>``);
-  ``--json`` prints ``{schedules: [{name, file, cron, tz, prompt, next}], wakeups: [...],
-  scheduleFailures: [{file, error}]}``.
+* ``list [dir] [--json]``: a table (:mod:`~fastagent_cli.cli.schedule_view`) with a header, one
+  row per schedule (name, next run in its zone, ``in 3 min``, cron and tz) and per pending wake-up
+  (id, when, ``one-shot|cron <expr>``, ``session=<s>``, the prompt); ``--json`` prints
+  ``{schedules: [{name, file, cron, tz, prompt, next}], wakeups: [...], scheduleFailures: [{file, error}]}``.
 * ``history <name|wake> [dir] [--json]``: the last 20 runs from ``runs.jsonl``,
   ``<firedAt>  <outcome> <ms>ms  <reply or error, first 100 chars>``; ``--json`` prints every
   record. No runs is a message on stderr, not an error.
@@ -27,6 +27,8 @@ from fastagent_cli.cli.completers import schedule_names
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from fastagent_cli.assembly import ScheduleDir
     from fastagent_cli.state.claims import Wakeup
     from fastagent_cli.state.clock import Clock
@@ -35,7 +37,6 @@ __all__ = ["HISTORY_TAIL", "history_lines", "list_document", "list_lines", "sche
 
 HISTORY_TAIL = 20
 _REPLY_PREVIEW = 100
-_PROMPT_PREVIEW = 60
 
 
 @click.group()
@@ -51,10 +52,6 @@ def _read(directory: str) -> ScheduleDir:
     return read_schedules(directory)
 
 
-def _zone(tz: str | None) -> str:
-    return f" {tz}" if tz and tz != "UTC" else ""
-
-
 def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> dict[str, Any]:
     now = clock.now()
     return {
@@ -64,15 +61,11 @@ def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> di
     }
 
 
-def list_lines(doc: dict[str, Any]) -> list[str]:
-    lines = []
-    for s in doc["schedules"]:
-        lines.append(f"schedule  {s['name']:<20} {s['next'] or '(never)'}  cron {s['cron']}{_zone(s['tz'])}")
-    for w in doc["wakeups"]:
-        kind = f"cron {w['cron']}{_zone(w.get('tz'))}" if "cron" in w else "one-shot"
-        prompt = " ".join(w["prompt"].split())[:_PROMPT_PREVIEW]
-        lines.append(f"wake      {w['id']}  {w['fireAt']}  {kind}  session={w['session']}  {prompt}")
-    return lines
+def list_lines(doc: dict[str, Any], now: datetime) -> list[str]:
+    """The table ``schedule list`` prints: a header, then one row per schedule and wake-up."""
+    from fastagent_cli.cli.schedule_view import list_rows, table
+
+    return table(list_rows(doc, now))
 
 
 @schedule.command("list")
@@ -91,13 +84,14 @@ def list_command(directory: str, as_json: bool) -> None:
         wakeups = run_async(open_schedule_claims(found.state_root).wakeups())
     except OSError as exc:
         raise ScheduleError(f"cannot read the pending wake-ups: {exc}") from None
-    doc = list_document(found, wakeups, system_clock())
+    clock = system_clock()
+    doc = list_document(found, wakeups, clock)
     for failure in found.schedules.failures:
         say(f"[fastagent] warn: {failure.message}")
     if as_json:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
         return
-    lines = list_lines(doc)
+    lines = list_lines(doc, clock.now())
     if not lines:
         say(f"nothing scheduled — no schedules/ files, no pending wake-ups (state: {found.state_root})")
     for line in lines:
