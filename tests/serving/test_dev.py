@@ -259,3 +259,19 @@ async def test_no_watch_serves_once_in_process(agent: Path) -> None:
         assert "watching" not in dev.text
         assert dev.count(r"http host on") == 1
         assert "DEBUG [agent] ▶ turn session=a ← tool" in dev.text  # dev logs at debug
+
+
+async def test_a_reload_says_one_line_and_no_shutdown(agent: Path) -> None:
+    """The first start prints the banner; a reload adds one INFO line (what changed), no second
+    banner and no ``SIGTERM: shutting down`` as if the server had stopped."""
+    async with ServerProcess.spawn("dev", str(agent), *DEV, env={"FASTAGENT_LOG_LEVEL": "info"}) as dev:
+        port = await dev.port()
+        await dev.wait_for(r"control plane on")  # the first start's last line
+        banner = dev.count(r"\[fastagent\] ")
+        assert banner >= 10  # agent, workspace, config, model, ... http host, try it, web chat
+        before = len(dev.lines)
+        (agent / "tools" / "probe.py").write_text(probe_tool("v2"))
+        await _until(port, "tool", "tool said: v2")
+        await asyncio.sleep(SETTLE_S)
+        said = dev.lines[before:]
+        assert said == ["INFO  [fastagent] tools/probe.py changed — restarting the dev worker"], said
