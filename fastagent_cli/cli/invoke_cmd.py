@@ -173,7 +173,6 @@ async def stream_turn(
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
     ``session`` line, then every event as a JSON line on ``out``). Returns whether the turn
     completed (``fire`` shares it)."""
-    import json
 
     from fastagent_cli.contract import (
         Completed,
@@ -186,6 +185,7 @@ async def stream_turn(
         ToolStarted,
         closing,
         event_to_wire,
+        json_text,
     )
 
     out = out or sys.stdout
@@ -200,7 +200,7 @@ async def stream_turn(
     try:
         if as_json:
             head = {"type": "session", "session": session, "model": model or opened.model_spec}
-            out.write(json.dumps(head) + "\n")
+            out.write(json_text(head) + "\n")  # compact, like every event line after it
             out.flush()
         async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
             async for event in events:

@@ -265,3 +265,11 @@ def test_swapped_arguments_get_a_hint(make_agent: AgentFactory, run_cli: RunCli,
     missing = run_cli("invoke", "hello", "nowhere", cwd=tmp_path)
     assert missing.returncode == 1 and "no such directory: nowhere" in missing.stderr
     assert "MESSAGE comes first" not in missing.stderr
+
+
+def test_json_lines_share_one_compact_style(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    done = run_cli("invoke", "think", str(scripted_agent(make_agent)), "--json")
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith('{"type":"session","session":"')
+    for line in lines:
+        assert line == json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")), line
