@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fastagent_cli.cli.common import dir_argument, run_async
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ServeError, UsageError
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["attach"]
 
 
-@click.command()
+@click.command(epilog=examples("attach"))
 @click.argument("session")
 @dir_argument
 @click.option("--url", help="A remote serve's base URL (e.g. https://agent.example.com); skips control.json.")

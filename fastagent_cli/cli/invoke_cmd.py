@@ -1,7 +1,9 @@
 """``fastagent invoke <message> [dir]``: one turn, for scripts and CI.
 
 The answer streams to stdout (newline at the end); the session id (``[fastagent] session: <id>``),
-tool lines, retries, warnings about broken definition files and failures go to stderr; ``--json``
+tool lines, retries, warnings about broken definition files and failures go to stderr. On a
+terminal the answer is rendered as Markdown (:mod:`~fastagent_cli.cli.answer_view`); a pipe, a
+file or ``--raw`` gets it as the model wrote it. ``--json``
 prints every event as one JSON line on stdout instead, after a first line
 ``{"type": "session", "session": <id>, "model": <spec>}``. Exit 1 iff the turn failed. Without
 ``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
@@ -31,6 +33,7 @@ from fastagent_cli.cli.common import (
     say,
     sessions_dir_option,
 )
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
@@ -65,13 +68,16 @@ def _quoted(text: str) -> str:
     return shlex.quote(text)
 
 
-@click.command()
+@click.command(epilog=examples("invoke"))
 @click.argument("message", required=False)
 @dir_argument
 @model_option
-@click.option("--session", help="Session id to continue (default: a fresh session per call).")
-@click.option("--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session.")
-@click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@click.option("-s", "--session", help="Session id to continue (default: a fresh session per call).")
+@click.option(
+    "-c", "--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session."
+)
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@click.option("--raw", is_flag=True, help="Print the answer as the model wrote it (no Markdown rendering).")
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
@@ -82,6 +88,7 @@ def invoke(
     session: str | None,
     continue_last: bool,
     as_json: bool,
+    raw: bool,
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
@@ -108,7 +115,8 @@ def invoke(
     out = claim_stdout()  # from here on, only the answer (or the events) reaches stdout
     opened = open_agent(surface)
     say_findings(opened)
-    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out))
+    markdown = not (as_json or raw) and out.isatty()  # a pipe or a file gets the text as written
+    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out, markdown))
     if not ok:
         raise SystemExit(1)
 
@@ -123,7 +131,13 @@ def say_findings(opened: OpenedAgent) -> None:
 
 
 async def _invoke(
-    opened: OpenedAgent, session: str | None, continue_last: bool, text: str, as_json: bool, out: TextIO
+    opened: OpenedAgent,
+    session: str | None,
+    continue_last: bool,
+    text: str,
+    as_json: bool,
+    out: TextIO,
+    markdown: bool,
 ) -> bool:
     try:
         chosen = await _choose_session(opened, session, continue_last)
@@ -134,7 +148,7 @@ async def _invoke(
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {spec})")
     say(f"[fastagent] session: {chosen}")
-    return await stream_turn(opened, chosen, text, as_json, out, model=spec)
+    return await stream_turn(opened, chosen, text, as_json, out, model=spec, markdown=markdown)
 
 
 async def _choose_session(opened: OpenedAgent, session: str | None, continue_last: bool) -> str:
@@ -168,11 +182,12 @@ async def stream_turn(
     out: TextIO | None = None,
     *,
     model: str | None = None,
+    markdown: bool = False,
 ) -> bool:
     """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
-    ``session`` line, then every event as a JSON line on ``out``). Returns whether the turn
-    completed (``fire`` shares it)."""
+    ``session`` line, then every event as a JSON line on ``out``; ``markdown``: the answer
+    rendered for a terminal). Returns whether the turn completed (``fire`` shares it)."""
 
     from fastagent_cli.contract import (
         Completed,
@@ -195,6 +210,11 @@ async def stream_turn(
 
     drop_turn_failures()  # the failed event below says why, once
     tools = _ToolLines()
+    view = None
+    if markdown:
+        from fastagent_cli.cli.answer_view import MarkdownAnswer
+
+        view = MarkdownAnswer(out)
     ended_with_newline = True
     ok = cut_off = False
     try:
@@ -211,6 +231,11 @@ async def stream_turn(
                     out.flush()
                     ok = ok or isinstance(event, Completed)
                     continue
+                if isinstance(event, Text) and view is not None:
+                    view.write(event.delta)
+                    continue
+                if view is not None and isinstance(event, ToolStarted | ToolEnded | Retrying | Failed):
+                    view.pause()  # the line goes below the text so far, the rest of the text after it
                 if isinstance(event, Text):
                     out.write(event.delta)
                     out.flush()
@@ -232,12 +257,16 @@ async def stream_turn(
                         out.write("\n")
                         ended_with_newline = True
                     say(f"[fastagent] failed: {event.details}{suffix}")
+        if view is not None:
+            view.pause()
         if not as_json and not ended_with_newline:
             out.write("\n")
         out.flush()
         if cut_off:
             say(CUT_OFF_NOTE)
     finally:
+        if view is not None:
+            view.pause()  # idempotent: a failure or Ctrl+C still ends the live region (and its cursor)
         await opened.aclose()
     return ok
 

@@ -28,6 +28,7 @@ import click
 
 from fastagent_cli.cli.common import run_async, say
 from fastagent_cli.cli.completers import agent_dirs
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import CredentialError, UsageError
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def _choose_provider(
         click.echo(f"Not a provider: {answer!r}. Type a number from the list or a name.")
 
 
-@click.command()
+@click.command(epilog=examples("login"))
 @click.argument("provider", required=False)
 @click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
 @click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent in DIR).")
@@ -258,7 +259,7 @@ def _no_terminal(info: ProviderInfo | None, no_input: bool, target: AuthTarget) 
     )
 
 
-@click.command()
+@click.command(epilog=examples("logout"))
 @click.argument("provider", required=False)
 @click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
 @click.option("--auth-path", help="Credential file to edit (default <state>/auth.json of the agent in DIR).")

@@ -7,12 +7,14 @@ import json
 
 import click
 
+from fastagent_cli.cli.help_text import examples
+
 __all__ = ["models"]
 
 
-@click.command()
+@click.command(epilog=examples("models"))
 @click.argument("search", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the matching models as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print the matching models as JSON.")
 def models(search: str | None, as_json: bool) -> None:
     """List catalog models (case-insensitive substring SEARCH). scripted/echo is always offline."""
     from fastagent_cli.models.registry import ModelRegistry

@@ -24,6 +24,7 @@ import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say
 from fastagent_cli.cli.completers import schedule_names
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ HISTORY_TAIL = 20
 _REPLY_PREVIEW = 100
 
 
-@click.group()
+@click.group(epilog=examples("schedule"))
 def schedule() -> None:
     """List schedules and wake-ups, show run history, cancel a wake-up."""
 
@@ -68,9 +69,9 @@ def list_lines(doc: dict[str, Any], now: datetime) -> list[str]:
     return table(list_rows(doc, now))
 
 
-@schedule.command("list")
+@schedule.command("list", epilog=examples("schedule list"))
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print one JSON document.")
 def list_command(directory: str, as_json: bool) -> None:
     """List schedules with their next run, and pending wake-ups.
 
@@ -109,10 +110,10 @@ def history_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-@schedule.command("history")
+@schedule.command("history", epilog=examples("schedule history"))
 @click.argument("name", shell_complete=schedule_names)
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
 def history_command(name: str, directory: str, as_json: bool) -> None:
     """Show the last runs of schedule NAME (or of wake-ups: wake).
 
@@ -144,10 +145,10 @@ def _known(found: ScheduleDir) -> str:
     return f"; known names: {names}"
 
 
-@schedule.command("cancel")
+@schedule.command("cancel", epilog=examples("schedule cancel"))
 @click.argument("wake_id", metavar="ID")
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print the cancelled wake-up as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print the cancelled wake-up as JSON.")
 def cancel_command(wake_id: str, directory: str, as_json: bool) -> None:
     """Cancel a pending wake-up, whichever conversation set it.
 
