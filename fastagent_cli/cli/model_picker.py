@@ -163,6 +163,7 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
     to add).
     """
     if surface.model_named:
+        _warn_unlisted(surface)
         return  # --model, FASTAGENT_MODEL or the config names it: nothing to ask
     from fastagent_cli.assembly import MISSING_MODEL
 
@@ -189,6 +190,15 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
         return
     say(f'[fastagent] hint: could not edit {placement.config_path} safely; add model = "{spec}" to it')
     surface.choose_model(spec, "--model")
+
+
+def _warn_unlisted(surface: AgentSurface) -> None:
+    """A spec a catalog provider does not list is likely a typo: say so before the first request
+    (an unlisted id of a models.json provider is already the surface's model error)."""
+    spec = surface.model_spec
+    warning = surface.registry.unlisted_warning(spec) if spec is not None else None
+    if warning is not None:
+        say(f"[fastagent] warn: {warning}")
 
 
 def read_agent(
