@@ -83,6 +83,9 @@ def chat(
     # Without a terminal, stdout carries the answers only: what a tool prints goes to stderr.
     out = None if interactive else claim_stdout()
     opened = open_agent(surface)
+    from fastagent_cli.logging_setup import drop_turn_failures
+
+    drop_turn_failures()  # the chat shows each failed turn itself, once
     choice = SessionChoice(session, continue_last, resume)
     code = run_async(launch(opened, choice, interactive=interactive, as_json=as_json, stdout=out))
     if code:

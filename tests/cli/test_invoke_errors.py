@@ -85,3 +85,9 @@ async def test_a_404_names_the_url_and_the_v1_hint(
         f"[fastagent] failed: myvllm: 404 Not Found at {bare_server}/chat/completions: "
         "does the provider's baseUrl in models.json end in /v1?"
     ], done.stderr
+
+
+def test_chat_says_why_once(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    done = run_cli("chat", str(scripted(make_agent)), input="please fail\n")
+    assert done.stderr.count("Incorrect API key provided") == 1, done.stderr
+    assert "[fastagent] failed: scripted: 401 Incorrect API key provided" in done.stderr
