@@ -21,7 +21,14 @@ import os
 import sys
 from collections.abc import Mapping
 
-__all__ = ["LEVELS", "LOG_LEVEL_ENV", "configure_logging", "resolve_level"]
+__all__ = [
+    "LEVELS",
+    "LOG_LEVEL_ENV",
+    "TURN_FAILURE",
+    "configure_logging",
+    "drop_turn_failures",
+    "resolve_level",
+]
 
 LOG_LEVEL_ENV = "FASTAGENT_LOG_LEVEL"
 LEVELS: dict[str, int] = {
@@ -33,6 +40,9 @@ LEVELS: dict[str, int] = {
 _ALIASES = {"warning": "warn"}
 _NAMES = {logging.DEBUG: "DEBUG", logging.INFO: "INFO", logging.WARNING: "WARN", logging.ERROR: "ERROR"}
 _ROOT = "fastagent"
+TURN_FAILURE = {"fastagent_turn_failure": True}
+"""``extra=`` of the engine's "turn failed" log line: a command that shows the failed event itself
+(``invoke``, ``fire``) drops the line instead of printing the reason twice."""
 
 
 class _Formatter(logging.Formatter):
@@ -100,3 +110,15 @@ def _install(logger: logging.Logger, level: int, prefix: str) -> None:
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+
+
+def _not_a_turn_failure(record: logging.LogRecord) -> bool:
+    return not getattr(record, "fastagent_turn_failure", False)
+
+
+def drop_turn_failures() -> None:
+    """Drop the engine's "turn failed" log lines in this process (the caller reports the failed
+    event on its own). Other warnings still reach stderr."""
+    logger = logging.getLogger(f"{_ROOT}.agent")
+    if _not_a_turn_failure not in logger.filters:
+        logger.addFilter(_not_a_turn_failure)

@@ -66,11 +66,14 @@ class TerminalUI:
     async def choose(self, title: str, options: list[tuple[str, str]]) -> str | None:
         self.console.print(Text(title, "bold"))
         numbered = [Text.assemble((f"{i:>3} ", "cyan"), label) for i, (_, label) in enumerate(options, 1)]
-        if len(options) > _COLUMNS_OVER:
-            self.console.print(Columns(numbered, padding=(0, 3)))
+        shown = self._fitting(numbered)
+        if len(shown) > _COLUMNS_OVER:
+            self.console.print(Columns(shown, padding=(0, 3)))
         else:
-            for line in numbered:
+            for line in shown:
                 self.console.print(line)
+        if len(shown) < len(numbered):  # the rest is one keystroke away: the prompt filters as you type
+            self.console.print(Text(f"  … {len(numbered) - len(shown)} more: type a part of a name", "dim"))
         values = [value for value, _ in options]
         completer = WordCompleter(values, match_middle=True, sentence=True)
         try:
@@ -87,6 +90,20 @@ class TerminalUI:
         if answer.isdigit() and 1 <= int(answer) <= len(values):
             return values[int(answer) - 1]
         return answer
+
+    def _fitting(self, numbered: list[Text]) -> list[Text]:
+        """The first options that fit the terminal with the title, a "more" line and the prompt."""
+        budget = max(3, self.console.height - 4)
+
+        def rows(items: list[Text]) -> int:
+            if len(items) <= _COLUMNS_OVER:
+                return len(items)
+            return len(self.console.render_lines(Columns(items, padding=(0, 3)), pad=False))
+
+        shown = numbered
+        while len(shown) > 1 and (height := rows(shown)) > budget:
+            shown = shown[: max(1, min(len(shown) - 1, len(shown) * budget // height))]
+        return shown
 
     def terminal_writer(self) -> Callable[[str], None] | None:
         if not self.console.is_terminal:

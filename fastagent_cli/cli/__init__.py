@@ -12,7 +12,7 @@ __all__ = ["COMMANDS"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "add": (
         "fastagent_cli.cli.add_cmd:add",
-        "Add a part to the agent: a skill, the github or telegram channel.",
+        "Add a skill or a channel (telegram, slack, github, feishu, lark) to the agent.",
     ),
     "attach": (
         "fastagent_cli.cli.attach_cmd:attach",
@@ -49,7 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sessions": (
         "fastagent_cli.cli.sessions_cmd:sessions",
-        "List, show, export and import stored sessions (pi's format).",
+        "List, show, export and import stored sessions.",
     ),
     "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
     "tool": ("fastagent_cli.cli.tool_cmd:tool", "Run one tool directly with JSON arguments."),

@@ -9,25 +9,26 @@ from pathlib import Path
 import click
 
 from fastagent_cli.cli.common import dir_argument
+from fastagent_cli.cli.help_text import examples
 
 __all__ = ["add", "feishu", "github", "lark", "skill", "slack", "telegram"]
 
 
-@click.group()
+@click.group(epilog=examples("add"))
 def add() -> None:
     """Add a part to the agent (skill, github, telegram, slack, feishu, lark)."""
 
 
-@add.command()
+@add.command(epilog=examples("add skill"), short_help="Copy a skill into the agent's skills/.")
 @click.argument("source")
 @dir_argument
 @click.option("--update", is_flag=True, help="Replace the skill if the agent already has one of that name.")
 def skill(source: str, directory: str, update: bool) -> None:
     """Copy a skill into the agent in DIR (default .) as skills/<name>/.
 
-    SOURCE is a skill directory (./path), a name found in ~/.agents/skills or ~/.pi/agent/skills,
-    or a git repository: a URL or a local repository (add //path/to/skill for a skill below its
-    root, #ref for a branch or tag), or GitHub shorthand owner/repo/path/to/skill.
+    SOURCE is a skill directory (./path), a name found in ~/.agents/skills (or ~/.pi/agent/skills,
+    the pi coding agent's), or a git repository: a URL or a local repository (add //path/to/skill
+    for a skill below its root, #ref for a branch or tag), or GitHub shorthand owner/repo/path.
     """
     from fastagent_cli.cli.common import say
     from fastagent_cli.definition.placement import resolve_placement
@@ -46,7 +47,7 @@ def skill(source: str, directory: str, update: bool) -> None:
     say("[fastagent] the agent sees the skill on its next turn (no restart needed)")
 
 
-@add.command()
+@add.command(epilog=examples("add github"), short_help="Add the GitHub webhook channel.")
 @dir_argument
 def github(directory: str) -> None:
     """Add the GitHub webhook channel to the agent in DIR (default .): channels/github.py and a
@@ -54,7 +55,7 @@ def github(directory: str) -> None:
     _add_channel("github", directory)
 
 
-@add.command()
+@add.command(epilog=examples("add telegram"), short_help="Add the Telegram bot channel.")
 @dir_argument
 def telegram(directory: str) -> None:
     """Add the Telegram bot channel to the agent in DIR (default .): channels/telegram.py, the
@@ -80,7 +81,7 @@ _INGRESS = click.option(
 _NO_ONBOARD = click.option("--no-onboard", is_flag=True, help="Only write the files; set the app up by hand.")
 
 
-@add.command()
+@add.command(epilog=examples("add slack"), short_help="Add the Slack channel and create its app.")
 @dir_argument
 @_GROUP
 @_NO_ONBOARD
@@ -127,7 +128,7 @@ def _feishu_like(kind: str, directory: str, ingress: str, group_behavior: str, n
     )
 
 
-@add.command()
+@add.command(epilog=examples("add feishu"), short_help="Add the Feishu channel.")
 @dir_argument
 @_INGRESS
 @_GROUP
@@ -138,7 +139,7 @@ def feishu(directory: str, ingress: str, group_behavior: str, no_onboard: bool) 
     _feishu_like("feishu", directory, ingress, group_behavior, no_onboard)
 
 
-@add.command()
+@add.command(epilog=examples("add lark"), short_help="Add the Lark channel.")
 @dir_argument
 @_INGRESS
 @_GROUP

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from fastagent_cli.cli.common import dir_argument, run_async
-from fastagent_cli.errors import UsageError
+from fastagent_cli.cli.help_text import examples
+from fastagent_cli.errors import ServeError, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["attach"]
 
 
-@click.command()
+@click.command(epilog=examples("attach"))
 @click.argument("session")
 @dir_argument
 @click.option("--url", help="A remote serve's base URL (e.g. https://agent.example.com); skips control.json.")
@@ -88,6 +93,8 @@ async def _attach_local(session: str, directory: str, history: int) -> int:
         return None if found is None else Endpoint(found[0], found[1])
 
     endpoint = discover()
+    if endpoint is None:
+        _refuse_without_a_plane(location.placement.config_path, state_root)
     return await run_attach(
         session,
         endpoint=endpoint,
@@ -95,4 +102,25 @@ async def _attach_local(session: str, directory: str, history: int) -> int:
         history=history,
         history_path=state_root / HISTORY_NAME,
         source=str(state_root / "control.json"),
+    )
+
+
+def _refuse_without_a_plane(config_path: Path, state_root: Path) -> None:
+    """Nothing serves the agent (no ``control.json``): wait for a serve (attach's startup budget)
+    only when one of this config would have a control plane; otherwise say so at once."""
+    from fastagent_cli.definition.config import load_config
+
+    config = load_config(config_path)
+    if config.session_control or config.http.web_chat is True:
+        return  # a serve of it is starting or restarting: attach waits for its control.json
+    where = config_path.parent
+    if config.session_control_refused or config.http.web_chat is False:
+        said = "session_control = false" if config.session_control_refused else "[http] web_chat = false"
+        raise ServeError(
+            f"nothing to attach to: {config_path} says {said}, so a serve of {where} has no "
+            "control plane; set session_control = true and run `fastagent start` (or `fastagent dev`)"
+        )
+    raise ServeError(
+        f"nothing serves {where} (no {state_root / 'control.json'}): run `fastagent dev` there (its "
+        "web chat brings the control plane), or set session_control = true for `fastagent start`"
     )

@@ -21,21 +21,27 @@ from fastagent_cli.cli.common import (
     run_async,
     sessions_dir_option,
 )
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import UsageError
 
 __all__ = ["chat"]
 
 
-@click.command()
+@click.command(epilog=examples("chat"))
 @dir_argument
 @model_option
-@click.option("--session", help="Session id to open (created if new); resumable later and by the server.")
-@click.option("--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session.")
+@click.option(
+    "-s", "--session", help="Session id to open (created if new); resumable later and by the server."
+)
+@click.option(
+    "-c", "--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session."
+)
 @click.option("--resume", is_flag=True, help="Pick one of this agent's sessions to resume.")
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never ask anything before the chat starts (fail instead).")
 @click.option(
+    "-j",
     "--json",
     "as_json",
     is_flag=True,
@@ -77,6 +83,9 @@ def chat(
     # Without a terminal, stdout carries the answers only: what a tool prints goes to stderr.
     out = None if interactive else claim_stdout()
     opened = open_agent(surface)
+    from fastagent_cli.logging_setup import drop_turn_failures
+
+    drop_turn_failures()  # the chat shows each failed turn itself, once
     choice = SessionChoice(session, continue_last, resume)
     code = run_async(launch(opened, choice, interactive=interactive, as_json=as_json, stdout=out))
     if code:

@@ -71,7 +71,11 @@ def dir_argument(fn: F) -> F:
 
 def model_option(fn: F) -> F:
     return click.option(
-        "--model", "model", help="Model spec provider/model (overrides config).", shell_complete=model_specs
+        "-m",
+        "--model",
+        "model",
+        help="Model spec provider/model (overrides config).",
+        shell_complete=model_specs,
     )(fn)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import click
 
+from fastagent_cli.cli.help_text import examples
+
 __all__ = ["COMPLETE_VAR", "SHELLS", "completion", "completion_script"]
 
 COMPLETE_VAR = "_FASTAGENT_COMPLETE"
@@ -33,7 +35,7 @@ def completion_script(shell: str) -> str:
     return source if source.endswith("\n") else source + "\n"
 
 
-@click.command()
+@click.command(epilog=examples("completion"))
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> None:
     """Print the completion script for SHELL (bash, zsh or fish).

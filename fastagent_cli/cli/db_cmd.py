@@ -18,11 +18,12 @@ import json
 import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say
+from fastagent_cli.cli.help_text import examples
 
 __all__ = ["db"]
 
 
-@click.group()
+@click.group(epilog=examples("db"))
 def db() -> None:
     """The shared state database (state_backend = "postgres")."""
 
@@ -36,9 +37,9 @@ def _schema_lines(version: int, latest: int, pending: list[tuple[int, str]]) -> 
     return lines
 
 
-@db.command("status")
+@db.command("status", epilog=examples("db status"))
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print one JSON document.")
 def status_command(directory: str, as_json: bool) -> None:
     """Show the database, its schema version and pending migrations."""
     from fastagent_cli.assembly.database_admin import open_state_database
@@ -59,7 +60,7 @@ def status_command(directory: str, as_json: bool) -> None:
         click.echo(line)
 
 
-@db.command("migrate")
+@db.command("migrate", epilog=examples("db migrate"), short_help="Apply the pending schema migrations.")
 @dir_argument
 def migrate_command(directory: str) -> None:
     """Apply the pending schema migrations (instances also apply them at start)."""
@@ -73,9 +74,11 @@ def migrate_command(directory: str) -> None:
         click.echo(f"the schema is current (version {report.version})")
 
 
-@db.command("import")
+@db.command(
+    "import", epilog=examples("db import"), short_help="Copy the agent's file sessions into the database."
+)
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print one JSON document.")
 def import_command(directory: str, as_json: bool) -> None:
     """Copy the agent's file sessions into the database (those already there are kept)."""
     from fastagent_cli.assembly.database_admin import open_state_database

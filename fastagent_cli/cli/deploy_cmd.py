@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fastagent_cli.cli.common import auth_path_option, dir_argument, model_option, say
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ __all__ = ["HOSTS", "deploy"]
 HOSTS = ("docker", "fly", "railway")
 
 
-@click.command()
+@click.command(epilog=examples("deploy"))
 @click.argument("host", type=click.Choice(HOSTS))
 @dir_argument
 @click.option("--run", is_flag=True, help="Drive the host CLI instead of printing the runbook.")

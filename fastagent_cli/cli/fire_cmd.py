@@ -23,6 +23,7 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.cli.completers import schedule_names
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
@@ -54,11 +55,11 @@ def find_schedule(found: ScheduleSet, name: str) -> Schedule:
     )
 
 
-@click.command()
+@click.command(epilog=examples("fire"))
 @click.argument("name", shell_complete=schedule_names)
 @dir_argument
 @model_option
-@click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")

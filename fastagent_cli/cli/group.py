@@ -11,6 +11,7 @@ import click
 
 from fastagent_cli._version import __version__
 from fastagent_cli.cli import COMMANDS
+from fastagent_cli.cli.help_text import examples
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -69,6 +70,7 @@ def build_cli() -> click.Group:
         lazy=COMMANDS,
         context_settings={"help_option_names": ["-h", "--help"]},
         invoke_without_command=False,
+        epilog=examples(""),
     )
     @click.version_option(
         __version__, "-v", "--version", prog_name="fastagent", message="%(prog)s %(version)s"

@@ -1,14 +1,16 @@
 """``fastagent help [COMMAND [SUBCOMMAND]]``: a command's help, as ``--help`` prints it (the
-original's spelling; ``fastagent help`` alone is ``fastagent --help``)."""
+spelling other agent CLIs use; ``fastagent help`` alone is ``fastagent --help``)."""
 
 from __future__ import annotations
 
 import click
 
+from fastagent_cli.cli.help_text import examples
+
 __all__ = ["help_command"]
 
 
-@click.command("help", context_settings={"ignore_unknown_options": True})
+@click.command("help", context_settings={"ignore_unknown_options": True}, epilog=examples("help"))
 @click.argument("names", nargs=-1)
 @click.pass_context
 def help_command(ctx: click.Context, names: tuple[str, ...]) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fastagent_cli.cli.common import auth_path_option, dir_argument, model_option, sessions_dir_option
+from fastagent_cli.cli.help_text import examples
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
@@ -234,9 +235,11 @@ def _print_text(doc: dict[str, Any]) -> None:
         sys.stderr.write(f"[fastagent] warn: {warning}\n")
 
 
-@click.command()
+@click.command(epilog=examples("info"))
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (see docs/info-json.md).")
+@click.option(
+    "-j", "--json", "as_json", is_flag=True, help="Print one JSON document (see docs/info-json.md)."
+)
 @model_option
 @sessions_dir_option
 @auth_path_option

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import UsageError
 
 __all__ = ["init"]
@@ -34,14 +35,14 @@ def _quote(text: str) -> str:
     return text if text and all(c.isalnum() or c in "._/-~" for c in text) else f"'{text}'"
 
 
-@click.command()
+@click.command(epilog=examples("init"))
 @click.argument("directory", required=False, default=".", metavar="[DIR]")
 @click.option("--minimal", is_flag=True, help="Leave out the example tool (tools/fetch_url.py).")
 @click.option(
     "--agent-dir", "agent_dir", metavar="NAME", help="Name of the agent directory (default fastagent)."
 )
 @click.option("--flat", is_flag=True, help="Make DIR itself the agent, keeping every existing file.")
-@click.option("--model", "model", metavar="SPEC", help='Write model = "SPEC" into fastagent.toml.')
+@click.option("-m", "--model", "model", metavar="SPEC", help='Write model = "SPEC" into fastagent.toml.')
 def init(directory: str, minimal: bool, agent_dir: str | None, flat: bool, model: str | None) -> None:
     """Create an agent in DIR (default .): persona, an example skill and tool, fastagent.toml."""
     if flat and agent_dir is not None:

@@ -1,7 +1,9 @@
 """``fastagent invoke <message> [dir]``: one turn, for scripts and CI.
 
 The answer streams to stdout (newline at the end); the session id (``[fastagent] session: <id>``),
-tool lines, retries, warnings about broken definition files and failures go to stderr; ``--json``
+tool lines, retries, warnings about broken definition files and failures go to stderr. On a
+terminal the answer is rendered as Markdown (:mod:`~fastagent_cli.cli.answer_view`); a pipe, a
+file or ``--raw`` gets it as the model wrote it. ``--json``
 prints every event as one JSON line on stdout instead, after a first line
 ``{"type": "session", "session": <id>, "model": <spec>}``. Exit 1 iff the turn failed. Without
 ``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
@@ -16,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 import uuid
 from typing import TYPE_CHECKING, TextIO
 
@@ -30,10 +33,12 @@ from fastagent_cli.cli.common import (
     say,
     sessions_dir_option,
 )
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent
+    from fastagent_cli.contract import ToolEnded, ToolStarted
 
 __all__ = ["invoke", "say_findings", "stream_turn"]
 
@@ -63,13 +68,16 @@ def _quoted(text: str) -> str:
     return shlex.quote(text)
 
 
-@click.command()
+@click.command(epilog=examples("invoke"))
 @click.argument("message", required=False)
 @dir_argument
 @model_option
-@click.option("--session", help="Session id to continue (default: a fresh session per call).")
-@click.option("--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session.")
-@click.option("--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@click.option("-s", "--session", help="Session id to continue (default: a fresh session per call).")
+@click.option(
+    "-c", "--continue", "continue_last", is_flag=True, help="Continue this agent's most recent session."
+)
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
+@click.option("--raw", is_flag=True, help="Print the answer as the model wrote it (no Markdown rendering).")
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
@@ -80,6 +88,7 @@ def invoke(
     session: str | None,
     continue_last: bool,
     as_json: bool,
+    raw: bool,
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
@@ -106,7 +115,8 @@ def invoke(
     out = claim_stdout()  # from here on, only the answer (or the events) reaches stdout
     opened = open_agent(surface)
     say_findings(opened)
-    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out))
+    markdown = not (as_json or raw) and out.isatty()  # a pipe or a file gets the text as written
+    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out, markdown))
     if not ok:
         raise SystemExit(1)
 
@@ -121,7 +131,13 @@ def say_findings(opened: OpenedAgent) -> None:
 
 
 async def _invoke(
-    opened: OpenedAgent, session: str | None, continue_last: bool, text: str, as_json: bool, out: TextIO
+    opened: OpenedAgent,
+    session: str | None,
+    continue_last: bool,
+    text: str,
+    as_json: bool,
+    out: TextIO,
+    markdown: bool,
 ) -> bool:
     try:
         chosen = await _choose_session(opened, session, continue_last)
@@ -132,7 +148,7 @@ async def _invoke(
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {spec})")
     say(f"[fastagent] session: {chosen}")
-    return await stream_turn(opened, chosen, text, as_json, out, model=spec)
+    return await stream_turn(opened, chosen, text, as_json, out, model=spec, markdown=markdown)
 
 
 async def _choose_session(opened: OpenedAgent, session: str | None, continue_last: bool) -> str:
@@ -166,12 +182,12 @@ async def stream_turn(
     out: TextIO | None = None,
     *,
     model: str | None = None,
+    markdown: bool = False,
 ) -> bool:
     """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
-    ``session`` line, then every event as a JSON line on ``out``). Returns whether the turn
-    completed (``fire`` shares it)."""
-    import json
+    ``session`` line, then every event as a JSON line on ``out``; ``markdown``: the answer
+    rendered for a terminal). Returns whether the turn completed (``fire`` shares it)."""
 
     from fastagent_cli.contract import (
         Completed,
@@ -184,21 +200,29 @@ async def stream_turn(
         ToolStarted,
         closing,
         event_to_wire,
+        json_text,
     )
 
     out = out or sys.stdout
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
     from fastagent_cli.cli.first_token import FirstTokenProgress
+    from fastagent_cli.logging_setup import drop_turn_failures
 
-    names: dict[str, str] = {}
+    drop_turn_failures()  # the failed event below says why, once
+    tools = _ToolLines()
+    view = None
+    if markdown:
+        from fastagent_cli.cli.answer_view import MarkdownAnswer
+
+        view = MarkdownAnswer(out)
     ended_with_newline = True
     ok = cut_off = False
     progress = FirstTokenProgress(model or opened.model_spec or "the model")
     try:
         if as_json:
             head = {"type": "session", "session": session, "model": model or opened.model_spec}
-            out.write(json.dumps(head) + "\n")
+            out.write(json_text(head) + "\n")  # compact, like every event line after it
             out.flush()
         progress.start()  # on stderr, when it is a terminal, until the first event
         async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
@@ -211,15 +235,19 @@ async def stream_turn(
                     out.flush()
                     ok = ok or isinstance(event, Completed)
                     continue
+                if isinstance(event, Text) and view is not None:
+                    view.write(event.delta)
+                    continue
+                if view is not None and isinstance(event, ToolStarted | ToolEnded | Retrying | Failed):
+                    view.pause()  # the line goes below the text so far, the rest of the text after it
                 if isinstance(event, Text):
                     out.write(event.delta)
                     out.flush()
                     ended_with_newline = event.delta.endswith("\n")
                 elif isinstance(event, ToolStarted):
-                    names[event.id] = event.name
-                    say(f"[tool] {event.name}")
+                    say(tools.started(event))
                 elif isinstance(event, ToolEnded) and event.is_error:
-                    say(f"[tool] {names.get(event.id, event.id)} failed")
+                    say(tools.failed(event))
                 elif isinstance(event, Retrying):
                     say(
                         f"[fastagent] transient failure — retrying ({event.attempt}/{event.max_attempts} "
@@ -234,6 +262,8 @@ async def stream_turn(
                         out.write("\n")
                         ended_with_newline = True
                     say(f"[fastagent] failed: {event.details}{suffix}")
+        if view is not None:
+            view.pause()
         if not as_json and not ended_with_newline:
             out.write("\n")
         out.flush()
@@ -241,9 +271,40 @@ async def stream_turn(
             say(CUT_OFF_NOTE)
     finally:
         progress.stop()
+        if view is not None:
+            view.pause()  # idempotent: a failure or Ctrl+C still ends the live region (and its cursor)
         await opened.aclose()
     return ok
 
+
+class _ToolLines:
+    """``[tool] read path=notes.md`` when a call starts; ``[tool] read path=notes.md ✗ 12ms: <why>``
+    when it fails: the facts of chat's tool line (name, arguments, duration, the error) on one
+    line each. A call that succeeds adds nothing (the answer follows)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, tuple[str, float]] = {}
+
+    def started(self, event: ToolStarted) -> str:
+        from fastagent_cli.chat.tool_lines import summarize_args
+
+        summary = summarize_args(event.args)
+        head = f"{event.name} {summary}" if summary else event.name
+        self._calls[event.id] = (head, time.monotonic())
+        return f"[tool] {head}"
+
+    def failed(self, event: ToolEnded) -> str:
+        from fastagent_cli.chat.tool_lines import content_text, format_duration
+
+        head, started = self._calls.get(event.id, (event.id, time.monotonic()))
+        reason = " ".join(content_text(event.content).split())
+        if len(reason) > _REASON_LIMIT:
+            reason = reason[: _REASON_LIMIT - 1] + "…"
+        took = format_duration(time.monotonic() - started)
+        return f"[tool] {head} ✗ {took}: {reason or '(no error text)'}"
+
+
+_REASON_LIMIT = 300
 
 CUT_OFF_NOTE = (
     "[fastagent] note: the answer was cut off: it reached the output token limit (the model's "

@@ -28,6 +28,7 @@ import click
 
 from fastagent_cli.cli.common import run_async, say
 from fastagent_cli.cli.completers import agent_dirs
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import CredentialError, UsageError
 
 if TYPE_CHECKING:
@@ -146,8 +147,22 @@ def interactive_login(provider: ProviderInfo, store: AuthStore) -> Verdict:
                 f"[fastagent] {provider.title} key saved to {store.path}, but it could not be checked: "
                 f"{verdict.message}"
             )
+            say(f"[fastagent] {check_later(provider)}")
         return verdict
     raise CredentialError(f"no usable {provider.title} key after {MAX_ATTEMPTS} tries; nothing was saved")
+
+
+def check_later(provider: ProviderInfo) -> str:
+    """How to check a saved key that could not be checked now: one turn with one of its models
+    (a rejected key fails it with the provider's 401), or the login again."""
+    model = provider.default_model or next(iter(provider.models), None)
+    turn = (
+        f'`fastagent invoke "hi" --model {provider.name}/{model}`' if model else "one turn of an agent on it"
+    )
+    return (
+        f"check it later with {turn} (a rejected key fails the turn), or run "
+        f"`fastagent login {provider.name}` again"
+    )
 
 
 def _arguments(provider: str | None, directory: str | None) -> tuple[str | None, str]:
@@ -204,7 +219,7 @@ def _choose_provider(
         click.echo(f"Not a provider: {answer!r}. Type a number from the list or a name.")
 
 
-@click.command()
+@click.command(epilog=examples("login"))
 @click.argument("provider", required=False)
 @click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
 @click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent in DIR).")
@@ -244,7 +259,7 @@ def _no_terminal(info: ProviderInfo | None, no_input: bool, target: AuthTarget) 
     )
 
 
-@click.command()
+@click.command(epilog=examples("logout"))
 @click.argument("provider", required=False)
 @click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
 @click.option("--auth-path", help="Credential file to edit (default <state>/auth.json of the agent in DIR).")

@@ -117,24 +117,61 @@ def _render(choices: list[ProviderChoice], config_path: Path, offline: list[str]
     )
     groups.append(("scripted", note, "green", offline))
     groups += [(c.provider.name, c.note, styles[c.rank], c.models) for c in choices if c.rank != READY]
+    rows_left = console.height - 2  # the title above, the prompt below
+    if _height(groups, console.width) > rows_left:
+        groups = _folded(groups, console.width)  # providers that need a key: one row each
     for name, note, style, models in groups:
         console.print(Text.assemble((name, "bold"), " ", (note, style)))
         cells = []
         for spec in models:
+            if spec.startswith("+"):
+                cells.append(Text(spec, "dim"))
+                continue
             specs.append(spec)
             cells.append(Text.assemble((f"{len(specs):>4}", "bold"), f" {spec}"))
         console.print(Columns(cells, padding=(0, 2), equal=True))
     return specs
 
 
-def pick_model(specs: list[str], registry: ModelRegistry) -> str:
-    """Ask until the answer is a list number, a catalog spec or any spec the registry resolves."""
+_Group = tuple[str, str, str, list[str]]
+
+
+def _per_row(models: list[str], width: int) -> int:
+    cell = max((len(m) for m in models), default=1) + 5 + 2  # "  12 " + the spec + padding
+    return max(1, width // cell)
+
+
+def _height(groups: list[_Group], width: int) -> int:
+    return sum(1 + -(-len(models) // _per_row(models, width)) for _, _, _, models in groups)
+
+
+def _folded(groups: list[_Group], width: int) -> list[_Group]:
+    """Groups of providers that need a key cut to one row, ending in ``+N more (type name/)``: the
+    list fits a 40-row terminal; every model can still be typed (the prompt completes as you
+    type)."""
+    out: list[_Group] = []
+    for name, note, style, models in groups:
+        if style != "yellow" or len(models) <= 1:
+            out.append((name, note, style, models))
+            continue
+        keep = max(1, _per_row(models, width) - 1)
+        if keep >= len(models):
+            out.append((name, note, style, models))
+            continue
+        more = f"+{len(models) - keep} more (type {name}/)"
+        out.append((name, note, style, [*models[:keep], more]))
+    return out
+
+
+def pick_model(specs: list[str], registry: ModelRegistry, every: list[str] | None = None) -> str:
+    """Ask until the answer is a list number, a catalog spec or any spec the registry resolves;
+    the prompt completes (fuzzily, as the user types) from ``every`` spec, shown or folded."""
     import click
 
     from fastagent_cli.cli.login_cmd import ask
 
     while True:
-        answer = ask(f"Model [1-{len(specs)} or provider/model, Enter for 1]: ", choices=specs)
+        answer = ask(f"Model [1-{len(specs)} or provider/model, Enter for 1]: ", choices=every or specs)
         if not answer:
             return specs[0]
         if answer.isdigit():
@@ -163,6 +200,7 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
     to add).
     """
     if surface.model_named:
+        _warn_unlisted(surface)
         return  # --model, FASTAGENT_MODEL or the config names it: nothing to ask
     from fastagent_cli.assembly import MISSING_MODEL
 
@@ -173,7 +211,7 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
     placement, registry, auth = surface.placement, surface.registry, surface.auth_path
     choices = provider_choices(registry, auth, global_path=surface.global_auth_path)
     offline = offline_specs(surface.agent_dir)
-    spec = pick_model(_render(choices, placement.config_path, offline), registry)
+    spec = pick_model(_render(choices, placement.config_path, offline), registry, registry.specs())
     chosen = next((c for c in choices if c.provider.name == spec.partition("/")[0]), None)
     if chosen is not None and chosen.rank == NEEDS_KEY:
         from fastagent_cli.auth.store import AuthStore
@@ -189,6 +227,15 @@ def ensure_model(surface: AgentSurface, no_input: bool = False) -> None:
         return
     say(f'[fastagent] hint: could not edit {placement.config_path} safely; add model = "{spec}" to it')
     surface.choose_model(spec, "--model")
+
+
+def _warn_unlisted(surface: AgentSurface) -> None:
+    """A spec a catalog provider does not list is likely a typo: say so before the first request
+    (an unlisted id of a models.json provider is already the surface's model error)."""
+    spec = surface.model_spec
+    warning = surface.registry.unlisted_warning(spec) if spec is not None else None
+    if warning is not None:
+        say(f"[fastagent] warn: {warning}")
 
 
 def read_agent(

@@ -1,10 +1,10 @@
 """``fastagent schedule list|history|cancel``: what will fire, what did, and the operator's kill
 switch for wake-ups.
 
-* ``list [dir] [--json]``: one line per schedule (``schedule  <name> <next> cron <expr> [tz]``)
-  and per pending wake-up (``wake      <id> <fireAt> one-shot|cron <expr> session=<s> <prompt>``);
-  ``--json`` prints ``{schedules: [{name, file, cron, tz, prompt, next}], wakeups: [...],
-  scheduleFailures: [{file, error}]}``.
+* ``list [dir] [--json]``: a table (:mod:`~fastagent_cli.cli.schedule_view`) with a header, one
+  row per schedule (name, next run in its zone, ``in 3 min``, cron and tz) and per pending wake-up
+  (id, when, ``one-shot|cron <expr>``, ``session=<s>``, the prompt); ``--json`` prints
+  ``{schedules: [{name, file, cron, tz, prompt, next}], wakeups: [...], scheduleFailures: [{file, error}]}``.
 * ``history <name|wake> [dir] [--json]``: the last 20 runs from ``runs.jsonl``,
   ``<firedAt>  <outcome> <ms>ms  <reply or error, first 100 chars>``; ``--json`` prints every
   record. No runs is a message on stderr, not an error.
@@ -24,9 +24,12 @@ import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say
 from fastagent_cli.cli.completers import schedule_names
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ScheduleError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from fastagent_cli.assembly import ScheduleDir
     from fastagent_cli.state.claims import Wakeup
     from fastagent_cli.state.clock import Clock
@@ -35,10 +38,9 @@ __all__ = ["HISTORY_TAIL", "history_lines", "list_document", "list_lines", "sche
 
 HISTORY_TAIL = 20
 _REPLY_PREVIEW = 100
-_PROMPT_PREVIEW = 60
 
 
-@click.group()
+@click.group(epilog=examples("schedule"))
 def schedule() -> None:
     """List schedules and wake-ups, show run history, cancel a wake-up."""
 
@@ -51,10 +53,6 @@ def _read(directory: str) -> ScheduleDir:
     return read_schedules(directory)
 
 
-def _zone(tz: str | None) -> str:
-    return f" {tz}" if tz and tz != "UTC" else ""
-
-
 def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> dict[str, Any]:
     now = clock.now()
     return {
@@ -64,20 +62,16 @@ def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> di
     }
 
 
-def list_lines(doc: dict[str, Any]) -> list[str]:
-    lines = []
-    for s in doc["schedules"]:
-        lines.append(f"schedule  {s['name']:<20} {s['next'] or '(never)'}  cron {s['cron']}{_zone(s['tz'])}")
-    for w in doc["wakeups"]:
-        kind = f"cron {w['cron']}{_zone(w.get('tz'))}" if "cron" in w else "one-shot"
-        prompt = " ".join(w["prompt"].split())[:_PROMPT_PREVIEW]
-        lines.append(f"wake      {w['id']}  {w['fireAt']}  {kind}  session={w['session']}  {prompt}")
-    return lines
+def list_lines(doc: dict[str, Any], now: datetime) -> list[str]:
+    """The table ``schedule list`` prints: a header, then one row per schedule and wake-up."""
+    from fastagent_cli.cli.schedule_view import list_rows, table
+
+    return table(list_rows(doc, now))
 
 
-@schedule.command("list")
+@schedule.command("list", epilog=examples("schedule list"))
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print one JSON document.")
 def list_command(directory: str, as_json: bool) -> None:
     """List schedules with their next run, and pending wake-ups.
 
@@ -91,13 +85,14 @@ def list_command(directory: str, as_json: bool) -> None:
         wakeups = run_async(open_schedule_claims(found.state_root).wakeups())
     except OSError as exc:
         raise ScheduleError(f"cannot read the pending wake-ups: {exc}") from None
-    doc = list_document(found, wakeups, system_clock())
+    clock = system_clock()
+    doc = list_document(found, wakeups, clock)
     for failure in found.schedules.failures:
         say(f"[fastagent] warn: {failure.message}")
     if as_json:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
         return
-    lines = list_lines(doc)
+    lines = list_lines(doc, clock.now())
     if not lines:
         say(f"nothing scheduled — no schedules/ files, no pending wake-ups (state: {found.state_root})")
     for line in lines:
@@ -115,10 +110,10 @@ def history_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-@schedule.command("history")
+@schedule.command("history", epilog=examples("schedule history"))
 @click.argument("name", shell_complete=schedule_names)
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print every recorded run as JSON.")
 def history_command(name: str, directory: str, as_json: bool) -> None:
     """Show the last runs of schedule NAME (or of wake-ups: wake).
 
@@ -150,10 +145,10 @@ def _known(found: ScheduleDir) -> str:
     return f"; known names: {names}"
 
 
-@schedule.command("cancel")
+@schedule.command("cancel", epilog=examples("schedule cancel"))
 @click.argument("wake_id", metavar="ID")
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print the cancelled wake-up as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print the cancelled wake-up as JSON.")
 def cancel_command(wake_id: str, directory: str, as_json: bool) -> None:
     """Cancel a pending wake-up, whichever conversation set it.
 

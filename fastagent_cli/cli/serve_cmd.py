@@ -26,6 +26,7 @@ from fastagent_cli.cli.common import (
     run_async,
     sessions_dir_option,
 )
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _serve_here(options: ServeOptions, link: WorkerLink | None = None, *, seed: 
     _finish(run_async(serve_foreground(options, surface, link, scheduler=prepare_schedule_host)))
 
 
-@click.command("start")
+@click.command("start", epilog=examples("start"))
 @_serve_options
 def start(directory: str, port: str | None, bind: str | None, **rest: Any) -> None:
     """Serve the agent in DIR (default .) over HTTP: POST /invoke (SSE) and GET /health."""
@@ -140,7 +141,7 @@ def _seed_auth(path: Path) -> None:
         logging.getLogger("fastagent.host").info("[fastagent] auth: wrote %s from FASTAGENT_AUTH_SEED", path)
 
 
-@click.command("dev")
+@click.command("dev", epilog=examples("dev"))
 @_serve_options
 @click.option("--no-watch", is_flag=True, help="Serve once in this process; do not restart on edits.")
 @click.option(

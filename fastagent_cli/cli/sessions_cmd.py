@@ -30,6 +30,7 @@ import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say, sessions_dir_option
 from fastagent_cli.cli.completers import session_ids
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ __all__ = ["list_document", "list_lines", "sessions"]
 _FORMATS = {"jsonl": "jsonl", "md": "md", "markdown": "md"}
 
 
-@click.group()
+@click.group(epilog=examples("sessions"))
 def sessions() -> None:
     """List, show, export and import stored sessions."""
 
@@ -97,9 +98,9 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@sessions.command("list")
+@sessions.command("list", epilog=examples("sessions list"))
 @dir_argument
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--limit", type=click.IntRange(min=0), default=30, show_default=True, help="How many (0: all).")
 @sessions_dir_option
 def list_command(directory: str, as_json: bool, limit: int, sessions_dir: str | None) -> None:
@@ -128,7 +129,7 @@ def list_command(directory: str, as_json: bool, limit: int, sessions_dir: str | 
         say(f"({len(found)} most recent of {total}; --limit 0 lists them all)")
 
 
-@sessions.command("show")
+@sessions.command("show", epilog=examples("sessions show"))
 @click.argument("session", metavar="ID", shell_complete=session_ids)
 @dir_argument
 @sessions_dir_option
@@ -146,11 +147,15 @@ def show_command(session: str, directory: str, sessions_dir: str | None) -> None
     click.echo(text(stored), nl=False)
 
 
-@sessions.command("export")
+@sessions.command(
+    "export",
+    epilog=examples("sessions export"),
+    short_help="Export a session as JSONL (as stored) or Markdown.",
+)
 @click.argument("session", metavar="ID", shell_complete=session_ids)
 @dir_argument
 @click.option(
-    "--format", "fmt", help="jsonl (pi's record, as stored) or md (Markdown). Default: from -o, else jsonl."
+    "--format", "fmt", help="jsonl (the record, as stored) or md (Markdown). Default: from -o, else jsonl."
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE (else stdout)."
@@ -159,7 +164,8 @@ def show_command(session: str, directory: str, sessions_dir: str | None) -> None
 def export_command(
     session: str, directory: str, fmt: str | None, output: Path | None, sessions_dir: str | None
 ) -> None:
-    """Export session ID as JSONL (opens in pi and the original) or Markdown.
+    """Export session ID as JSONL (the record as stored, which other tools of the same session
+    format open as it is) or Markdown.
 
     ID may be any prefix that names one session; DIR is the agent (default .).
     """
@@ -197,16 +203,20 @@ def _format(fmt: str | None, output: Path | None) -> str:
     return "md" if suffix in (".md", ".markdown") else "jsonl"
 
 
-@sessions.command("import")
+@sessions.command("import", epilog=examples("sessions import"))
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @dir_argument
 @click.option(
-    "--session", "pick", metavar="ID", help="The session to take from a directory (an id or its prefix)."
+    "-s",
+    "--session",
+    "pick",
+    metavar="ID",
+    help="The session to take from a directory (an id or its prefix).",
 )
 @click.option("--all", "take_all", is_flag=True, help="Take every session in SOURCE (each under its own id).")
 @click.option("--as", "as_id", metavar="ID", help="Store it under this id instead of its own.")
 @click.option("--new-id", is_flag=True, help="Store it under a new random id.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@click.option("-j", "--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @sessions_dir_option
 def import_command(
     source: Path,
@@ -220,8 +230,9 @@ def import_command(
 ) -> None:
     """Import sessions from SOURCE into the agent in DIR (default .).
 
-    SOURCE is a session file (written by fastagent, the original or pi), a sessions directory
-    (pi's ~/.pi/agent/sessions, an agent's .fastagent/sessions) or another agent directory.
+    SOURCE is a session file (fastagent's JSONL session format, also written by the pi coding
+    agent), a sessions directory (an agent's .fastagent/sessions, or ~/.pi/agent/sessions) or
+    another agent directory.
     """
     if as_id is not None and new_id:
         raise UsageError("--as and --new-id are mutually exclusive")

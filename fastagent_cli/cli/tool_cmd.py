@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fastagent_cli.cli.completers import agent_dirs, tool_names
+from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ToolError, UsageError
 
 if TYPE_CHECKING:
@@ -67,11 +68,13 @@ def _raw(result: ToolResult) -> dict[str, Any]:
     return {"content": result.content, "isError": result.is_error, "details": result.details}
 
 
-@click.command()
+@click.command(epilog=examples("tool"))
 @click.argument("name", shell_complete=tool_names)
 @click.argument("args", required=False, default="{}", metavar="[JSON_ARGS]")
 @click.argument("directory", required=False, default=".", metavar="[DIR]", shell_complete=agent_dirs)
-@click.option("--json", "as_json", is_flag=True, help="Print the raw result (content, isError, details).")
+@click.option(
+    "-j", "--json", "as_json", is_flag=True, help="Print the raw result (content, isError, details)."
+)
 def tool(name: str, args: str, directory: str, as_json: bool) -> None:
     """Run the tool NAME of the agent in DIR with JSON_ARGS (default {}), without a model.
 

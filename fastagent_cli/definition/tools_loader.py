@@ -249,7 +249,23 @@ def merge_tools(groups: Iterable[tuple[str, Sequence[Tool]]]) -> tuple[list[Tool
 
 def _describe(exc: BaseException) -> str:
     text = str(exc)
-    return one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 300)
+    described = one_line(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 300)
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("fastagent_cli"):
+        return f"{described} ({_missing_module_hint(exc.name)})"
+    return described
+
+
+def _missing_module_hint(name: str) -> str:
+    """Where a tool's missing package goes: the release binary carries a fixed set of packages
+    (README), so another one means the pip install; elsewhere, the Python fastagent runs on."""
+    top = name.partition(".")[0]
+    if getattr(sys, "frozen", False):
+        return (
+            f"the fastagent binary carries a fixed set of packages; for {top}, run the pip install "
+            f"instead: `pip install fastagent-cli <the package that provides {top}>`, then "
+            "`python -m fastagent_cli ...`"
+        )
+    return f"install it into the Python fastagent runs on: `{sys.executable} -m pip install <the package>`"
 
 
 def _coding_tools(names: Sequence[str], workspace: Path) -> tuple[list[Tool], list[str]]:

@@ -54,6 +54,7 @@ from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.engine.turn import Emit, TurnSetup
 from fastagent_cli.errors import CredentialError, SessionBusyError
+from fastagent_cli.logging_setup import TURN_FAILURE
 from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
@@ -253,7 +254,8 @@ class EngineAgent:
         if event.code == INTERNAL_ERROR:
             log.error("[agent] turn session=%s crashed: %s", scope.session, detail, exc_info=exc)
         else:
-            log.warning("[agent] turn session=%s failed: %s", scope.session, detail)
+            # Tagged: a CLI that shows the failed event itself (invoke, fire) drops this line.
+            log.warning("[agent] turn session=%s failed: %s", scope.session, detail, extra=TURN_FAILURE)
         return event
 
     # --- binding a run ------------------------------------------------------------------------

@@ -104,7 +104,7 @@ class HttpStreamClient:
             response = await exchange.response()
             if not response.is_success:
                 raw = await response.aread()
-                raise error_from_response(provider, response.status_code, raw, response.headers)
+                raise error_from_response(provider, response.status_code, raw, response.headers, url)
             yield response
         except httpx.HTTPError as exc:
             if isinstance(exc, httpx.PoolTimeout):

@@ -125,10 +125,21 @@ def extract_error_message(body: bytes) -> str:
     return flat if len(flat) <= _MAX_BODY_CHARS else flat[: _MAX_BODY_CHARS - 1] + "…"
 
 
-def error_from_response(provider: str, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
-    """A :class:`ProviderError` for a non-success HTTP answer, with one readable line."""
-    head = f"{provider}: {status} {reason_phrase(status)}".rstrip()
+def error_from_response(
+    provider: str, status: int, body: bytes, headers: Mapping[str, str], url: str | None = None
+) -> ProviderError:
+    """A :class:`ProviderError` for a non-success HTTP answer, with one readable line. A 404
+    names ``url`` (the path is what is wrong) and what to check in ``baseUrl``."""
+    reason = reason_phrase(status)
+    head = f"{provider}: {status} {reason}".rstrip()
     message = extract_error_message(body)
+    if _only_restates(message, status, reason):
+        message = ""  # "404: Not Found" after "404 Not Found" says nothing new
+    if status == 404 and url is not None:
+        head = f"{head} at {_without_query(url)}"
+        hint = _path_hint(url, bool(message))
+        if hint:
+            message = f"{message} ({hint})" if message else hint
     text = f"{head}: {message}" if message else head
     overflow = is_context_overflow(message)
     return ProviderError(
@@ -137,6 +148,26 @@ def error_from_response(provider: str, status: int, body: bytes, headers: Mappin
         retryable=classify_status(status) and not overflow,
         retry_after=parse_retry_after(headers),
     )
+
+
+def _only_restates(message: str, status: int, reason: str) -> bool:
+    words = [
+        w for w in "".join(c if c.isalnum() else " " for c in message.lower()).split() if w != str(status)
+    ]
+    return bool(message) and words == reason.lower().split()
+
+
+def _without_query(url: str) -> str:
+    return str(httpx.URL(url).copy_with(query=None, fragment=None))
+
+
+def _path_hint(url: str, explained: bool) -> str | None:
+    """What to check for a 404: an OpenAI-style path without ``/v1`` is the usual slip; a server
+    that explained itself (an unknown model) needs no guess."""
+    path = httpx.URL(url).path
+    if path.endswith(("/chat/completions", "/responses")) and "/v1/" not in path:
+        return "does the provider's baseUrl in models.json end in /v1?"
+    return None if explained else "is the provider's baseUrl in models.json right?"
 
 
 def _detail(exc: BaseException) -> str:

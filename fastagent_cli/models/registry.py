@@ -165,6 +165,8 @@ class ModelRegistry:
             if not model_id:
                 raise ModelError(f'model spec "{spec}" names no model: use "{provider_name}/<model>"')
             found = provider.models.get(model_id) or _casefold_get(provider.models, model_id)
+            if found is None and provider.custom:
+                raise ModelError(_not_listed(provider, model_id))
             return found or _model(provider, {"id": model_id})
         matches = [
             m for p in self.providers.values() for m in p.models.values() if m.id.lower() == base.lower()
@@ -176,17 +178,57 @@ class ModelRegistry:
             raise ModelError(f'model "{base}" is offered by several providers: {names}. Name one.')
         if slash:
             known = ", ".join(sorted(self.providers))
+            close = _closest(provider_name, [*self.providers, SCRIPTED])
+            hint = f' Did you mean "{close}/{model_id}"?' if close else ""
             raise ModelError(
-                f'unknown provider "{provider_name}" in model "{spec}". Known providers: {known}, scripted '
-                "(add your own endpoint in models.json next to fastagent.toml)"
+                f'unknown provider "{provider_name}" in model "{spec}".{hint} Known providers: {known}, '
+                "scripted (add your own endpoint in models.json next to fastagent.toml)"
             )
         raise ModelError(f'unknown model "{spec}": use provider/model (see `fastagent models`)')
+
+    def unlisted_warning(self, spec: str) -> str | None:
+        """For a catalog provider that takes ids it does not list: a warning when ``spec``'s id is
+        not listed (a typo fails later on something else), with the closest listed id. ``None``
+        when it is listed, or the provider lists nothing; a models.json provider's unlisted id is
+        :meth:`resolve`'s error instead."""
+        base, _ = parse_spec(spec.strip())
+        provider_name, slash, model_id = base.partition("/")
+        provider = self.providers.get(provider_name) or self.providers.get(provider_name.lower())
+        if not slash or provider is None or provider.custom or not provider.models or not model_id:
+            return None
+        if model_id in provider.models or _casefold_get(provider.models, model_id) is not None:
+            return None
+        close = _closest(model_id, list(provider.models))
+        hint = f'did you mean "{provider.name}/{close}"? ' if close else ""
+        return (
+            f'model "{base}" is not in the catalog: {hint}(it is sent as written; '
+            f"`fastagent models {provider.name}` lists the known ones)"
+        )
 
     def specs(self, search: str | None = None) -> list[str]:
         """Sorted ``provider/modelId`` lines, filtered by case-insensitive substring."""
         needle = (search or "").lower()
         out = [m.spec for p in self.providers.values() for m in p.models.values()]
         return sorted(s for s in out if needle in s.lower())
+
+
+def _closest(name: str, choices: list[str]) -> str | None:
+    import difflib
+
+    by_lower = {c.lower(): c for c in choices}
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[found[0]] if found else None
+
+
+def _not_listed(provider: ProviderInfo, model_id: str) -> str:
+    listed = list(provider.models)
+    close = _closest(model_id, listed)
+    hint = f' Did you mean "{provider.name}/{close}"?' if close else ""
+    shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
+    return (
+        f'model "{model_id}" is not among the models of provider "{provider.name}" in models.json '
+        f"(providers.{provider.name}.models: {shown}).{hint} Add it there, or pick a listed one"
+    )
 
 
 def _casefold_get(models: Mapping[str, ModelInfo], model_id: str) -> ModelInfo | None:

@@ -87,8 +87,10 @@ class ShutdownSignal:
     Whatever the reason, stopping arms the forced-exit timer. A second signal exits at once.
     """
 
-    def __init__(self, forced_exit_s: float = FORCED_EXIT_S) -> None:
+    def __init__(self, forced_exit_s: float = FORCED_EXIT_S, *, dev_worker: bool = False) -> None:
         self.forced_exit_s = forced_exit_s
+        self.dev_worker = dev_worker
+        """A dev worker: its SIGTERM comes from the supervisor, which said why (a reload, a stop)."""
         self.event = asyncio.Event()
         self.signal: int | None = None
         self.error: str | None = None
@@ -110,7 +112,10 @@ class ShutdownSignal:
         if self.event.is_set():
             _force_exit(128 + sig, f"second {signal.Signals(sig).name}")
         self.signal = sig
-        log.info("[fastagent] %s: shutting down", signal.Signals(sig).name)
+        if self.dev_worker:
+            log.debug("[dev] worker %d: %s: stopping", os.getpid(), signal.Signals(sig).name)
+        else:
+            log.info("[fastagent] %s: shutting down", signal.Signals(sig).name)
         self.trigger(128 + sig)
 
     def fail(self, message: str) -> None:
@@ -141,7 +146,7 @@ async def serve_foreground(
     dev worker (report ready to the supervisor, bind its port, stop when it goes away).
     ``scheduler``: run the agent's schedules and wake-ups too (armed once the server listens)."""
     raise_open_file_limit()  # room for the connection cap, model connections and session files
-    stop = ShutdownSignal()
+    stop = ShutdownSignal(dev_worker=link is not None)
     stop.install()
     try:
         if link is not None:
@@ -188,7 +193,7 @@ async def _serve(
         on_start = link is None or not link.reload
         dev = options.command == "dev"
         _print_startup(service, host, bound, options.tunnel and link is None, dev=dev, on_start=on_start)
-        control_file = _publish_control(service, host, bound)
+        control_file = _publish_control(service, host, bound, quiet=not on_start)
         service.start_schedules()
         service.start_notices(on_start=on_start)
         if options.tunnel and link is None and service.control is not None:
@@ -272,6 +277,11 @@ def _print_startup(
     service: AgentService, host: str | None, port: int, tunnel: bool, *, dev: bool, on_start: bool
 ) -> None:
     report = startup_report(service, host, port, tunnel=tunnel, reveal_token=dev, on_start=on_start)
+    if not on_start:  # a dev reload: the supervisor's "X changed" line is the one INFO line
+        for warning in report.warnings:
+            log.warning("[fastagent] %s", warning)
+        log.debug("[dev] worker %d reloaded: %s", os.getpid(), report.serving[0])
+        return
     for line in report.lines:
         log.info("[fastagent] %s", line)
     for warning in report.warnings:
@@ -280,8 +290,11 @@ def _print_startup(
         log.info("[fastagent] %s", line)
 
 
-def _publish_control(service: AgentService, host: str | None, port: int) -> Path | None:
-    """Write ``control.json`` for local clients when this boot minted the plane's token."""
+def _publish_control(
+    service: AgentService, host: str | None, port: int, *, quiet: bool = False
+) -> Path | None:
+    """Write ``control.json`` for local clients when this boot minted the plane's token
+    (``quiet``: a dev reload, which says where at debug level only)."""
     access = service.control
     if access is None or not access.minted:
         return None
@@ -291,7 +304,13 @@ def _publish_control(service: AgentService, host: str | None, port: int) -> Path
     except OSError as exc:
         log.warning("[fastagent] cannot write control.json: %s (attach needs --url and --token)", exc)
         return None
-    log.info("[fastagent] control plane on %s%s (token in %s)", url, access.prefix, path)
+    log.log(
+        logging.DEBUG if quiet else logging.INFO,
+        "[fastagent] control plane on %s%s (token in %s)",
+        url,
+        access.prefix,
+        path,
+    )
     return path
 
 

@@ -168,7 +168,7 @@ def test_version_help_and_usage_errors(run_cli: RunCli) -> None:
 
 def test_models_lists_sorted_specs(run_cli: RunCli) -> None:
     done = run_cli("models")
-    specs = done.stdout.splitlines()
+    specs = [line.split()[0] for line in done.stdout.splitlines()]
     assert done.returncode == 0 and specs == sorted(specs)
     providers = {s.split("/", 1)[0] for s in specs}
     assert {
@@ -183,7 +183,7 @@ def test_models_lists_sorted_specs(run_cli: RunCli) -> None:
         "ollama",
         "local",
     } <= providers
-    claude = run_cli("models", "CLAUDE").stdout.splitlines()
+    claude = [line.split()[0] for line in run_cli("models", "CLAUDE").stdout.splitlines()]
     assert claude and all("claude" in s for s in claude)
     rows = json.loads(run_cli("models", "gpt-4.1-mini", "--json").stdout)
     assert rows[0]["spec"] == "openai/gpt-4.1-mini" and rows[0]["contextWindow"] > 0
@@ -194,7 +194,7 @@ def test_models_search_without_a_match_says_so_and_exits_1(run_cli: RunCli) -> N
     for args in (("models", "no-such-model-zz"), ("models", "no-such-model-zz", "--json")):
         done = run_cli(*args)
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr.startswith("Error: no catalog model matches 'no-such-model-zz' (providers: ")
+        assert done.stderr.startswith("Error: no model matches 'no-such-model-zz' (providers: ")
 
 
 def test_hint_when_the_parent_looks_like_the_workspace(make_agent: AgentFactory, run_cli: RunCli) -> None:
@@ -279,3 +279,11 @@ def test_swapped_arguments_get_a_hint(make_agent: AgentFactory, run_cli: RunCli,
     missing = run_cli("invoke", "hello", "nowhere", cwd=tmp_path)
     assert missing.returncode == 1 and "no such directory: nowhere" in missing.stderr
     assert "MESSAGE comes first" not in missing.stderr
+
+
+def test_json_lines_share_one_compact_style(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    done = run_cli("invoke", "think", str(scripted_agent(make_agent)), "--json")
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith('{"type":"session","session":"')
+    for line in lines:
+        assert line == json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")), line

@@ -114,6 +114,9 @@ def test_inconclusive_check_keeps_the_key_and_prints_why(
         term.sendline(key)
         assert term.wait() == 0
         assert f"OpenAI key saved to {auth_file(agent)}, {message}" in term.stderr
+        later = " ".join(term.stderr.split())
+        assert 'check it later with `fastagent invoke "hi" --model openai/' in later
+        assert "or run `fastagent login openai` again" in later
     assert stored(auth_file(agent)) == {"openai": key}
 
 

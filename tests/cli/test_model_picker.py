@@ -314,6 +314,27 @@ def test_without_any_key_enter_picks_the_offline_demo_the_agent_was_created_with
             "ollama no key needed (the server must be running)"
         )
         term.sendline("")
-        term.expect(r"Hello! I am \*\*scripted/demo\*\*")
+        term.expect(r"Hello! I am scripted/demo")  # a terminal gets the Markdown rendered
         assert term.wait() == 0, term.stderr
     assert 'model = "scripted/demo"' in config.read_text()
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+def test_the_first_run_picker_fits_a_40_row_terminal_and_takes_a_typed_model(
+    tmp_path: Path, cols: int
+) -> None:
+    """Providers that need a key fold to one row (``+N more (type openai/)``) so the list fits; any
+    model is still picked by typing it (the prompt completes from every spec as the user types)."""
+    agent = tmp_path / "bare"
+    agent.mkdir()
+    (agent / "fastagent.toml").write_text("")
+    with PtyProcess(["invoke", "hi"], cwd=agent, env=clean_env(tmp_path), rows=40, cols=cols) as term:
+        prompt = term.expect(r"Model \[1-\d+ or provider/model")
+        listing = term.text[: prompt.start()]
+        assert len(listing.splitlines()) <= 38, listing
+        assert re.search(r"\+\d+ more \(type openai/\)", listing), listing
+        assert "ollama/mistral" in listing  # keyless servers stay unfolded
+        term.sendline("scripted/echo")
+        term.expect("echo: hi")
+        assert term.wait() == 0, term.stderr
+    assert 'model = "scripted/echo"' in (agent / "fastagent.toml").read_text()

@@ -58,21 +58,37 @@ def test_list_in_text(agent: Path, run_cli: RunCli) -> None:
     done = run_cli("schedule", "list", str(agent))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert re.fullmatch(r"schedule  digest {15}\d{4}-\d\d-\d\dT09:00:00\.000Z  cron 0 9 \* \* \*", lines[0])
-    assert lines[1] == "schedule  never                (never)  cron 0 0 30 2 *"
-    assert re.fullmatch(
-        r"schedule  paris {16}\S+T0[67]:30:00\.000Z  cron 30 8 \* \* 1-5 Europe/Paris", lines[2]
-    )
-    assert lines[3] == (
-        "wake      0b7c-one  2031-01-06T09:30:00.000Z  one-shot  session=telegram:42  "
-        "Check whether the deploy finished and tell the user in the c"
-    )
-    assert lines[4] == (
-        "wake      9f1e-rec  2031-01-07T08:00:00.000Z  cron 0 9 * * 1-5 Europe/Paris  "
-        "session=slack:T1:C2:1700000000.1  stand-up"
-    )
-    assert len(lines) == 5
+    assert re.fullmatch(r"KIND +NAME +NEXT +IN +WHEN", lines[0])
+    cells = [re.split(r"  +", line) for line in lines[1:]]
+    assert cells[0][:2] == ["schedule", "digest"] and cells[0][4] == "cron 0 9 * * *"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d 09:00 UTC", cells[0][2])
+    assert re.fullmatch(r"in (\d+ min|\d+ h( \d+ min)?|\d+ s)", cells[0][3])
+    assert cells[1] == ["schedule", "never", "(never)", "cron 0 0 30 2 *"]
+    # a tz schedule: local time in its own zone (08:30 in Paris, not 06:30/07:30 UTC)
+    assert cells[2][:2] == ["schedule", "paris"] and cells[2][4] == "cron 30 8 * * 1-5 Europe/Paris"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d 08:30 CES?T", cells[2][2])
+    assert cells[3][:3] == ["wake", "0b7c-one", "2031-01-06 09:30 UTC"]
+    assert re.fullmatch(r"in \d+ d( \d+ h)?", cells[3][3])
+    assert cells[3][4:] == [
+        "one-shot",
+        "session=telegram:42",
+        "Check whether the deploy finished and tell the user in the c",
+    ]
+    assert cells[4][:3] == ["wake", "9f1e-rec", "2031-01-07 09:00 CET"]
+    assert cells[4][4:] == ["cron 0 9 * * 1-5 Europe/Paris", "session=slack:T1:C2:1700000000.1", "stand-up"]
+    assert len(lines) == 6
     assert '[fastagent] warn: schedules/oops.toml: cron "0 9 * *" has 4 field(s)' in done.stderr
+
+
+def test_list_says_how_soon_in_minutes(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    soon = (datetime.now(UTC) + timedelta(minutes=3, seconds=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    agent = make_agent({"schedules/.keep": ""})
+    (agent / ".fastagent" / "schedule").mkdir(parents=True)
+    write_wakes(agent, [{"id": "w1", "session": "s", "prompt": "ping", "fireAt": soon}])
+    lines = run_cli("schedule", "list", str(agent)).stdout.splitlines()
+    assert re.split(r"  +", lines[1])[3] in ("in 3 min", "in 2 min")  # a slow machine loses seconds
 
 
 def test_list_in_json(agent: Path, run_cli: RunCli) -> None:

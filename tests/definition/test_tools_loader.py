@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,11 @@ def test_discovery_sorted_named_after_the_file_and_failures_reported(tmp_path: P
     assert [t.name for t in tools] == ["alpha", "zeta"]  # the file name is the tool name
     assert tools[1].source == "tools/zeta.py"
     assert [(f.source, f.error) for f in failures] == [
-        ("tools/broken.py", "ModuleNotFoundError: No module named 'definitely_not_installed_module'"),
+        (
+            "tools/broken.py",
+            "ModuleNotFoundError: No module named 'definitely_not_installed_module' (install it into the "
+            f"Python fastagent runs on: `{sys.executable} -m pip install <the package>`)",
+        ),
         (
             "tools/empty.py",
             "ValueError: defines no tool (expected a module-level tool built with @tool or define_tool)",

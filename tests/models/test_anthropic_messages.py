@@ -229,7 +229,7 @@ async def test_529_with_retry_after_is_retryable(
     fake.enqueue_error(529, anthropic_error_body("Overloaded", type="overloaded_error"), {"retry-after": "7"})
     err = await fails(client, make_request(fake.model_info()))
     assert err.retryable and err.retry_after == 7.0
-    assert err.message == "fake-anthropic: 529 Overloaded: Overloaded"
+    assert err.message == "fake-anthropic: 529 Overloaded"
 
 
 async def test_stream_cut_mid_answer_is_retryable(

@@ -59,7 +59,7 @@ def test_openai_style_error() -> None:
 def test_anthropic_style_error_529() -> None:
     raw = body({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     err = error_from_response("anthropic", 529, raw, {"retry-after": "4"})
-    assert err.message == "anthropic: 529 Overloaded: Overloaded"
+    assert err.message == "anthropic: 529 Overloaded"
     assert err.retryable is True and err.retry_after == 4.0
 
 
@@ -172,3 +172,21 @@ def test_a_context_overflow_answer_says_what_to_do_and_is_not_retried() -> None:
     assert not err.retryable
     assert err.message.startswith("local: 500 Internal Server Error: the request exceeds the available")
     assert "no longer fits the model's context window: start a new session (/new in chat" in err.message
+
+
+def test_a_404_names_the_url_and_hints_only_where_it_helps() -> None:
+    bare = error_from_response("v", 404, b"404: Not Found", {}, "http://h:8000/chat/completions?x=1")
+    assert bare.message == "v: 404 Not Found at http://h:8000/chat/completions: " + (
+        "does the provider's baseUrl in models.json end in /v1?"
+    )
+    unknown = error_from_response("v", 404, b'{"detail": "Not Found"}', {}, "http://h/v1/other")
+    assert (
+        unknown.message
+        == "v: 404 Not Found at http://h/v1/other: is the provider's baseUrl in models.json right?"
+    )
+    model = body({"error": {"message": "The model `gpt-9` does not exist"}})
+    explained = error_from_response("openai", 404, model, {}, "https://api.openai.com/v1/chat/completions")
+    assert explained.message == (
+        "openai: 404 Not Found at https://api.openai.com/v1/chat/completions: "
+        "The model `gpt-9` does not exist"
+    )

@@ -316,3 +316,19 @@ async def test_a_reload_ends_an_answer_that_outlasts_the_drain_retryably(agent: 
         assert "reloaded" in failed.details
         await dev.wait_for(r"the reload ended 1 turn\(s\) still running after 0\.5 s", after=before)
         assert answer(await invoke(port, "slow", "tool")) == "tool said: v2"  # the session is free
+
+
+async def test_a_reload_says_one_line_and_no_shutdown(agent: Path) -> None:
+    """The first start prints the banner; a reload adds one INFO line (what changed), no second
+    banner and no ``SIGTERM: shutting down`` as if the server had stopped."""
+    async with ServerProcess.spawn("dev", str(agent), *DEV, env={"FASTAGENT_LOG_LEVEL": "info"}) as dev:
+        port = await dev.port()
+        await dev.wait_for(r"control plane on")  # the first start's last line
+        banner = dev.count(r"\[fastagent\] ")
+        assert banner >= 10  # agent, workspace, config, model, ... http host, try it, web chat
+        before = len(dev.lines)
+        (agent / "tools" / "probe.py").write_text(probe_tool("v2"))
+        await _until(port, "tool", "tool said: v2")
+        await asyncio.sleep(SETTLE_S)
+        said = dev.lines[before:]
+        assert said == ["INFO  [fastagent] tools/probe.py changed — restarting the dev worker"], said

@@ -519,7 +519,7 @@ def test_a_dev_reload_reconnects_and_resyncs(page: Page, server: DevServer) -> N
     tool = server.agent / "tools" / "weather.py"
     tool.write_text(tool.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     server.wait_for(r"restarting the dev worker", after=mark)
-    server.wait_for(r"web chat: ", after=mark, within=60)
+    server.wait_for(r"reloaded: http host on", after=mark, within=60)
     # Said by another client while the page was away: the page picks it up from entries(since=).
     wait_until(
         lambda: page.control(
