@@ -22,8 +22,10 @@ tool_finished           yes       ``{id, isError, content}``
 queue_changed           yes       ``{steering: [text], followUp: [text]}`` (the whole queues)
 retry_scheduled         yes/no    ``{operation: "assistant"|"compaction", attempt, maxAttempts,
                                   delayMs, error}``
-compaction_started      yes/no    ``{reason: "manual"|"threshold"|"overflow"}``
-compaction_finished     yes/no    ``{summary}`` | ``{error}`` | ``{aborted: true}``
+compaction_started      yes/no    ``{reason: "manual"|"threshold"|"overflow", tokens?}`` (the
+                                  context's estimated size when it started)
+compaction_finished     yes/no    ``{summary, tokensBefore?, tokensAfter?}`` | ``{error}`` |
+                                  ``{aborted: true}``
 state_changed           no        ``{name?, model, thinkingLevel, leafEntryId?}``
 run_settled             yes       ``{status: "completed"|"failed"|"aborted", error?: {code?,
                                   message, retryable}}``

@@ -8,6 +8,7 @@ from typing import Any
 from fastagent_cli.control import EntryView, SessionListing, SessionUsage
 from fastagent_cli.engine.compaction import context_tokens
 from fastagent_cli.messages import is_failed_turn
+from fastagent_cli.models.types import ToolSpec
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms
 from fastagent_cli.sessions.record import SessionRecord, is_position
 
@@ -84,9 +85,15 @@ def published_entries(record: SessionRecord, since: str | None) -> list[EntryVie
     return [entry_view(e) for e in entries]
 
 
-def session_usage(record: SessionRecord, context_window: int) -> SessionUsage | None:
+def session_usage(
+    record: SessionRecord,
+    context_window: int,
+    overhead: tuple[str, Sequence[ToolSpec]] = ("", ()),
+) -> SessionUsage | None:
     """The newest answer's numbers on the active path; ``context_tokens`` unknown after a
-    compaction until the next answer."""
+    compaction until the next answer. ``context_tokens`` is measured as the engine measures a
+    request against the window: ``overhead`` (the system prompt and the tool definitions) counts
+    when no answer reported usage."""
     path = record.path()
     compacted = False
     for entry in reversed(path):
@@ -108,7 +115,7 @@ def session_usage(record: SessionRecord, context_window: int) -> SessionUsage | 
             cache_read_tokens=int(usage.get("cacheRead") or 0),
             cache_write_tokens=int(usage.get("cacheWrite") or 0),
             cost=float(cost.get("total") or 0.0),
-            context_tokens=None if compacted else context_tokens(record.context().messages),
+            context_tokens=None if compacted else context_tokens(record.context().messages, *overhead),
             context_window=context_window,
         )
     return None
