@@ -24,10 +24,10 @@
   is not sent: it counts as an overflow (compact once, then fail saying what to do). The opening
   prompt is checked before it is stored, so a prompt that can never fit does not stay in the
   session to be re-sent by every later run.
-* A prompt that passed the check is stored once the model starts answering it (or the request
-  fails for another reason, or the run is aborted): when the server refuses it as too long (the
-  estimate was short) and one compact-and-retry does not help, it is not stored, so it does not
-  poison every later turn of the session.
+* A prompt that passed the check is announced (``user_message``) at once but stored once the
+  model starts answering it (or the request fails for another reason, or the run is aborted):
+  when the server refuses it as too long (the estimate was short) and one compact-and-retry does
+  not help, it is not stored, so it does not poison every later turn of the session.
 * Compaction is announced: ``compaction_started{reason, tokens}`` (the context's estimated size
   now, system prompt and tools included) and ``compaction_finished{summary, tokensBefore,
   tokensAfter}`` (or ``{error}`` / ``{aborted: true}``).
@@ -112,8 +112,8 @@ class _Run:
         self.usage = empty_usage()
         self.rounds = 0
         self.overflow_recovered = False
-        self.unstored: tuple[Prompt, UserMessage] | None = None
-        """The admitted prompt not written yet (see :meth:`store_prompt`)."""
+        self.unstored: tuple[str, UserMessage] | None = None
+        """The admitted prompt not written yet, and the entry id it was announced with."""
 
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
@@ -130,17 +130,20 @@ class _Run:
                 if not await self.compact("overflow", estimate_tokens(message)):
                     raise
         self.store_prompt()  # an earlier one that never reached a model call
-        self.unstored = (prompt, message)
+        entry_id = self.setup.record.new_id()
+        self.unstored = (entry_id, message)
         self.messages.append(message)
+        # Announced now (watchers show the prompt as the run takes it), written with this id once
+        # its request gets anywhere.
+        self.emit(self.setup.run.event("user_message", entryId=entry_id, text=prompt.text))
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""
         if self.unstored is None:
             return
-        prompt, message = self.unstored
+        entry_id, message = self.unstored
         self.unstored = None
-        entry = self.setup.record.append_message(message)
-        self.emit(self.setup.run.event("user_message", entryId=entry["id"], text=prompt.text))
+        self.setup.record.append("message", id=entry_id, message=message)
 
     def add_user(self, prompt: Prompt) -> None:
         self.store_prompt()
