@@ -124,8 +124,12 @@ class _Run:
                 _fit(self.request(False, [*self.messages, message]))
                 break
             except TurnFailure:
-                if self.overflow_recovered or not self.setup.compaction.enabled:
-                    raise
+                if (
+                    self.overflow_recovered
+                    or not self.setup.compaction.enabled
+                    or not self.could_fit(message)
+                ):
+                    raise  # (a prompt larger than the window alone: compacting would only lose history)
                 self.overflow_recovered = True
                 if not await self.compact("overflow", estimate_tokens(message)):
                     raise
@@ -136,6 +140,11 @@ class _Run:
         # Announced now (watchers show the prompt as the run takes it), written with this id once
         # its request gets anywhere.
         self.emit(self.setup.run.event("user_message", entryId=entry_id, text=prompt.text))
+
+    def could_fit(self, message: UserMessage) -> bool:
+        """Whether a request with ``message`` and no history would fit the window."""
+        request = self.request(False, [message])
+        return fit_request(request.model, request.system, request.messages, request.tools).fits
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""
@@ -324,8 +333,9 @@ async def run_loop(setup: TurnSetup, inputs: Sequence[InputItem], emit: Emit) ->
     state = _Run(setup, emit)
     # A context left too full (a failed run, a smaller model), or one the opening prompts would
     # fill: compact first, keeping room for them.
-    incoming = sum(estimate_tokens(user_message(i)) for i in inputs if isinstance(i, Prompt))
-    if state.over_threshold(incoming):
+    prompts = [user_message(i) for i in inputs if isinstance(i, Prompt)]
+    incoming = sum(estimate_tokens(m) for m in prompts)
+    if state.over_threshold(incoming) and all(state.could_fit(m) for m in prompts):
         await state.compact("threshold", incoming)
     for item in inputs:
         await state.add_input(item)

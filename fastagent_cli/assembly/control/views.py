@@ -25,7 +25,7 @@ def _text(message: Mapping[str, Any]) -> str:
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     """``{text, thinking?, toolCalls?: [{id, name, args}], stopReason?, errorMessage?}``: what a
     transcript shows of an answer (``stopReason`` only for the partial answer of an ``aborted`` or
-    ``error`` turn)."""
+    ``error`` turn, and ``length`` for one cut off at the output limit)."""
     blocks = [b for b in message.get("content") or [] if isinstance(b, Mapping)]
     data: dict[str, Any] = {"text": _text(message)}
     thinking = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
@@ -41,6 +41,8 @@ def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     if is_failed_turn(message):
         data["stopReason"] = message["stopReason"]
         data["errorMessage"] = str(message.get("errorMessage") or "")
+    elif message.get("stopReason") == "length":
+        data["stopReason"] = "length"  # cut off at the output limit: a transcript marks it
     return data
 
 
