@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
+    "COMPACTION_SUMMARY_PREFIX",
     "THINKING_LEVELS",
     "TOOL_BUDGET_NOTE",
     "AssistantBlock",
@@ -39,6 +40,11 @@ ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "x
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n"
+)
+"""How the user message a compacted context starts with begins (then ``<summary>...``)."""
 
 TOOL_BUDGET_NOTE = (
     "[fastagent] The tool budget for this turn is exhausted. Tools are no longer available: "

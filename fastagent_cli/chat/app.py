@@ -31,6 +31,7 @@ from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.controller import ChatController, SessionInfo
+from fastagent_cli.chat.log_notes import warnings_as_notes
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.status import status_fragments
@@ -43,6 +44,7 @@ from fastagent_cli.control import (
     SessionEventStream,
     pending_labels,
 )
+from fastagent_cli.control.compaction_notes import compaction_note
 from fastagent_cli.errors import FastagentError
 
 __all__ = ["ChatApp"]
@@ -121,7 +123,7 @@ class ChatApp:
         # The terminal stays raw for the whole chat, not only while a prompt or a turn reads it:
         # keys typed in between are neither echoed into the output nor turned from Enter (\r)
         # into Ctrl+J (\n) by the tty; they wait as type-ahead for the next prompt.
-        with self.input.raw_mode():
+        with self.input.raw_mode(), warnings_as_notes(self.renderer):
             while await self._one_line():
                 pass
         return 0
@@ -260,6 +262,9 @@ class ChatApp:
                     opening = False
                 elif event.type == "run_settled":
                     self.renderer.pending = ((), ())
+                elif (note := compaction_note(event)) is not None:
+                    failed = event.type == "compaction_finished" and "error" in event.data
+                    self.renderer.note(f"⋯ {note}", "red" if failed else "dim")
         except SessionEventsClosed:
             pass
 

@@ -5,7 +5,10 @@ tool lines, retries, warnings about broken definition files and failures go to s
 terminal the answer is rendered as Markdown (:mod:`~fastagent_cli.cli.answer_view`); a pipe, a
 file or ``--raw`` gets it as the model wrote it. ``--json``
 prints every event as one JSON line on stdout instead, after a first line
-``{"type": "session", "session": <id>, "model": <spec>}``. Exit 1 iff the turn failed. Without
+``{"type": "session", "session": <id>, "model": <spec>}``. A compaction during the turn is a
+stderr note (``[fastagent] compacting the conversation (N tokens)...`` and its result), with
+``--json`` its ``compaction_started`` / ``compaction_finished`` events as JSON lines (the session
+events' data under their ``type``). Exit 1 iff the turn failed. Without
 ``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
 tool prints (or a process it starts) goes to stderr.
 
@@ -20,6 +23,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 import click
@@ -39,6 +43,7 @@ from fastagent_cli.errors import FastagentError, UsageError
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent
     from fastagent_cli.contract import ToolEnded, ToolStarted
+    from fastagent_cli.control import SessionEvent, SessionEventStream
 
 __all__ = ["invoke", "say_findings", "stream_turn"]
 
@@ -188,6 +193,7 @@ async def stream_turn(
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
     ``session`` line, then every event as a JSON line on ``out``; ``markdown``: the answer
     rendered for a terminal). Returns whether the turn completed (``fire`` shares it)."""
+    import asyncio
 
     from fastagent_cli.contract import (
         Completed,
@@ -202,6 +208,7 @@ async def stream_turn(
         event_to_wire,
         json_text,
     )
+    from fastagent_cli.control.compaction_notes import compaction_note
 
     out = out or sys.stdout
     if isinstance(out, io.TextIOWrapper):
@@ -219,11 +226,30 @@ async def stream_turn(
     ended_with_newline = True
     ok = cut_off = False
     progress = FirstTokenProgress(model or opened.model_spec or "the model")
+    watcher: asyncio.Task[None] | None = None
     try:
         if as_json:
             head = {"type": "session", "session": session, "model": model or opened.model_spec}
             out.write(json_text(head) + "\n")  # compact, like every event line after it
             out.flush()
+
+        def compaction(event: SessionEvent) -> None:
+            nonlocal ended_with_newline
+            if as_json:
+                out.write(json_text({**event.data, "type": event.type}) + "\n")
+                out.flush()
+                return
+            note = compaction_note(event)
+            if note is not None:
+                progress.stop()  # the counter's line is erased before the note
+                if not ended_with_newline:  # the answer so far ends its line first
+                    out.write("\n")
+                    out.flush()
+                    ended_with_newline = True
+                say(f"[fastagent] {note}")
+
+        subscription = opened.control.sessions.get(session).events()  # before the run: nothing missed
+        watcher = asyncio.create_task(_watch_compaction(subscription, compaction))
         progress.start()  # on stderr, when it is a terminal, until the first event
         async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
             async for event in events:
@@ -273,6 +299,12 @@ async def stream_turn(
         progress.stop()
         if view is not None:
             view.pause()  # idempotent: a failure or Ctrl+C still ends the live region (and its cursor)
+        if watcher is not None:
+            # It ends at the run's run_settled, published before the terminal: it only has the
+            # buffered events left to show (a turn refused as busy had no run: it is stopped).
+            await asyncio.wait({watcher}, timeout=_WATCH_DRAIN_S)
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
         await opened.aclose()
     return ok
 
@@ -305,6 +337,27 @@ class _ToolLines:
 
 
 _REASON_LIMIT = 300
+
+
+_WATCH_DRAIN_S = 0.5
+
+
+async def _watch_compaction(events: SessionEventStream, show: Callable[[SessionEvent], None]) -> None:
+    """Hand the compaction events of the session's run to ``show``, until its ``run_settled``."""
+    from fastagent_cli.control import SessionEventsClosed
+    from fastagent_cli.control.compaction_notes import COMPACTION_EVENTS
+
+    try:
+        async for event in events:
+            if event.type in COMPACTION_EVENTS:
+                show(event)
+            elif event.type == "run_settled":
+                return
+    except SessionEventsClosed:
+        pass
+    finally:
+        await events.aclose()
+
 
 CUT_OFF_NOTE = (
     "[fastagent] note: the answer was cut off: it reached the output token limit (the model's "

@@ -26,8 +26,10 @@ model_retry_scheduled   yes       ``{attempt, maxAttempts, delayMs, error}``: a 
                                   failed transiently and is retried after ``delayMs``
 retry_scheduled         yes/no    ``{operation: "compaction"|"branch_summary", attempt,
                                   maxAttempts, delayMs, error}`` (a summary's model call)
-compaction_started      yes/no    ``{reason: "manual"|"threshold"|"overflow"}``
-compaction_finished     yes/no    ``{summary}`` | ``{error}`` | ``{aborted: true}``
+compaction_started      yes/no    ``{reason: "manual"|"threshold"|"overflow", tokens?}`` (the
+                                  context's estimated size when it started)
+compaction_finished     yes/no    ``{summary, tokensBefore?, tokensAfter?}`` | ``{error}`` |
+                                  ``{aborted: true}``
 state_changed           no        the fields a write changed: ``name``, ``model`` (with the
                                   ``thinkingLevel`` it resolves to), ``thinkingLevel``,
                                   ``leafEntryId`` (only for a navigation, with model and level)

@@ -28,8 +28,8 @@ a TOML syntax error names the file, line and column::
 
     [compaction]                       # pi's compaction settings
     enabled = true                     # compact by itself near the context window's end
-    reserve_tokens = 16384
-    keep_recent_tokens = 20000
+    reserve_tokens = 16384             # caps: a session uses 1/4 of its model's window at most
+    keep_recent_tokens = 20000         # (and keeps 1/6 of it at most)
 
     [deploy]
     secrets = ["OPENAI_API_KEY"]

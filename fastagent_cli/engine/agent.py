@@ -58,7 +58,7 @@ from fastagent_cli.logging_setup import TURN_FAILURE
 from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
-from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest
+from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, ToolSpec
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
@@ -150,6 +150,9 @@ class EngineAgent:
         self.config = config
         self.hub = config.hub if config.hub is not None else EventHub()
         self.runs = RunRegistry()
+        self.overhead: tuple[str, tuple[ToolSpec, ...]] = ("", ())
+        """The system prompt and tool definitions the last run was bound with: what a context
+        meter adds to the messages (one measure with the requests' fit to the window)."""
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -278,6 +281,7 @@ class EngineAgent:
             session_id=scope.session,
             memo=record.memo,
         )
+        self.overhead = (request.system, tuple(t.spec for t in tools.values()))
         return TurnSetup(
             request=request,
             client=bound.client,
@@ -288,7 +292,7 @@ class EngineAgent:
             cwd=self.config.cwd,
             max_tool_rounds=self.config.max_tool_rounds,
             retry=self.config.retry,
-            compaction=self.config.compaction,
+            compaction=self.config.compaction.for_window(bound.model.context_window),
             tool_timeout=self.config.tool_timeout,
         )
 

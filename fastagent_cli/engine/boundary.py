@@ -29,9 +29,11 @@ from fastagent_cli.control import (
 from fastagent_cli.engine.compaction import (
     CompactionFailed,
     CompactionPlan,
+    CompactionResult,
     CompactionSettings,
     SummaryModel,
     compact,
+    context_tokens,
     prepare_compaction,
 )
 from fastagent_cli.engine.hub import EventHub
@@ -42,7 +44,15 @@ from fastagent_cli.errors import FastagentError, SessionBusyError, one_line
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
 
-__all__ = ["BUSY_MESSAGE", "Engine", "no_such_session", "session_exists", "start_compaction", "state_changed"]
+__all__ = [
+    "BUSY_MESSAGE",
+    "Engine",
+    "compaction_outcome",
+    "no_such_session",
+    "session_exists",
+    "start_compaction",
+    "state_changed",
+]
 
 log = logging.getLogger("fastagent.control")
 
@@ -118,6 +128,14 @@ def state_changed(record: SessionRecord, settings: SessionSettings, changed: Col
     return SessionEvent("state_changed", data)
 
 
+def compaction_outcome(record: SessionRecord, result: CompactionResult) -> dict[str, Any]:
+    """``compaction_finished``'s data after a compaction that worked: the ``summary``, and (beyond
+    the spec's fields, for a client that shows them) ``tokensBefore`` and ``tokensAfter``, the
+    estimated size of the messages the context now starts with."""
+    after = context_tokens(record.context().messages)
+    return {"summary": result.summary, "tokensBefore": result.tokens_before, "tokensAfter": after}
+
+
 async def start_compaction(agent: Engine, session: str, instructions: str | None) -> ActionResult:
     """Admit a manual compaction of ``session`` (see the module docstring)."""
     store = agent.store
@@ -129,15 +147,19 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
             record = await store.open_if_exists(session)
             if record is None:
                 return no_such_session(session)
-            plan = prepare_compaction(record.path(), agent.compaction.keep_recent_tokens)
+            settings = agent.compaction.for_window(agent.settings_of(record).model.context_window)
+            plan = prepare_compaction(record.path(), settings.keep_recent_tokens, settings.max_kept_tokens)
             if isinstance(plan, str):
                 return rejected(NOTHING_TO_COMPACT, plan)
             bound = await agent.bind_model(record)
             target = SummaryModel(bound.client, bound.model, bound.api_key, agent.retry, session)
             lease = held.pop_all()  # the summary's task holds the lease from here on
-            task = asyncio.create_task(_compact(agent, session, record, plan, target, instructions, lease))
+            task = asyncio.create_task(
+                _compact(agent, session, record, plan, target, settings, instructions, lease)
+            )
             agent.runs.compacting(session, task)
-            agent.hub.publish(session, SessionEvent("compaction_started", {"reason": "manual"}))
+            started = {"reason": "manual", "tokens": plan.tokens_before}
+            agent.hub.publish(session, SessionEvent("compaction_started", started))
             return accepted()
     except SessionBusyError:
         return rejected(SESSION_BUSY, BUSY_MESSAGE)
@@ -151,6 +173,7 @@ async def _compact(
     record: SessionRecord,
     plan: CompactionPlan,
     target: SummaryModel,
+    settings: CompactionSettings,
     instructions: str | None,
     lease: contextlib.AsyncExitStack,
 ) -> None:
@@ -175,11 +198,9 @@ async def _compact(
     outcome: dict[str, Any]
     changed: SessionEvent | None = None
     try:
-        result = await compact(
-            record, plan, target, agent.compaction, instructions=instructions, on_retry=on_retry
-        )
+        result = await compact(record, plan, target, settings, instructions=instructions, on_retry=on_retry)
         await record.flush()
-        outcome = {"summary": result.summary}
+        outcome = compaction_outcome(record, result)
         changed = state_changed(record, agent.settings_of(record), ("leafEntryId",))  # the summary
     except asyncio.CancelledError:
         outcome = {"aborted": True}  # a deliberate abort, not a failure

@@ -16,12 +16,21 @@
   the model reads as ``content``, ``details: {source, text}``), never as a user message.
 * A context-overflow error compacts the session once and retries the request; a second one
   fails the run. After each turn the run compacts when the context passed
-  ``context_window - reserve_tokens`` (inside the run: the session reads ``running``).
+  ``context_window - reserve_tokens`` (inside the run: the session reads ``running``), and so
+  does a run whose opening prompts would take the context past it; a compaction made for a prompt
+  keeps less of the newest history, so that the prompt fits beside what is kept.
 * Every request asks for no more output than the model's context window leaves after its input
   (:mod:`fastagent_cli.models.context_budget`); a request that would leave no room for an answer
   is not sent: it counts as an overflow (compact once, then fail saying what to do). The opening
   prompt is checked before it is stored, so a prompt that can never fit does not stay in the
   session to be re-sent by every later run.
+* A prompt that passed the check is announced (``user_message``) at once but stored once the
+  model starts answering it (or the request fails for another reason, or the run is aborted):
+  when the server refuses it as too long (the estimate was short) and one compact-and-retry does
+  not help, it is not stored, so it does not poison every later turn of the session.
+* Compaction is announced: ``compaction_started{reason, tokens}`` (the context's estimated size
+  now, system prompt and tools included) and ``compaction_finished{summary, tokensBefore,
+  tokensAfter}`` (or ``{error}`` / ``{aborted: true}``).
 """
 
 from __future__ import annotations
@@ -30,13 +39,12 @@ import asyncio
 from collections.abc import Sequence
 
 from fastagent_cli.contract import Prompt
-from fastagent_cli.control import NOTICE_TYPE, InputItem, Notice
+from fastagent_cli.control import NOTICE_TYPE, InputItem, Notice, SessionEvent
 from fastagent_cli.engine.compaction import (
     OVERFLOW_RECOVERY_FAILED,
     CompactionFailed,
     SummaryModel,
     compact,
-    context_tokens,
     prepare_compaction,
 )
 from fastagent_cli.engine.tool_batch import run_tool_batch
@@ -51,7 +59,8 @@ from fastagent_cli.messages import (
     empty_usage,
     now_ms,
 )
-from fastagent_cli.models.context_budget import fit_request, overflow_message
+from fastagent_cli.models.context_budget import context_tokens as request_tokens
+from fastagent_cli.models.context_budget import estimate_tokens, fit_request, overflow_message
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import entry_message
 
@@ -76,12 +85,13 @@ def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
 
 
 def _fit(request: ModelRequest) -> ModelRequest:
-    """Cap the request's output at what the context window leaves; an overflow (TurnFailure)
-    when that is not enough for an answer: sending it would only fail, or fail silently."""
+    """Cap the request's output at what the context window leaves (by default at most a share of
+    the window, so the next turn has room too); an overflow (TurnFailure) when that is not enough
+    for an answer: sending it would only fail, or fail silently."""
     fit = fit_request(request.model, request.system, request.messages, request.tools, request.max_tokens)
     if not fit.fits:
         raise TurnFailure(overflow_message(request.model, fit), overflow=True)
-    request.output_limit = fit.room
+    request.output_limit = fit.max_output
     return request
 
 
@@ -102,6 +112,8 @@ class _Run:
         self.usage = empty_usage()
         self.rounds = 0
         self.overflow_recovered = False
+        self.unstored: tuple[str, UserMessage] | None = None
+        """The admitted prompt not written yet, and the entry id it was announced with."""
 
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
@@ -112,15 +124,39 @@ class _Run:
                 _fit(self.request(False, [*self.messages, message]))
                 break
             except TurnFailure:
-                if self.overflow_recovered or not self.setup.compaction.enabled:
-                    raise
+                if (
+                    self.overflow_recovered
+                    or not self.setup.compaction.enabled
+                    or not self.could_fit(message)
+                ):
+                    raise  # (a prompt larger than the window alone: compacting would only lose history)
                 self.overflow_recovered = True
-                if not await self.compact("overflow"):
+                if not await self.compact("overflow", estimate_tokens(message)):
                     raise
-        self.add_user(prompt, message)
+        self.store_prompt()  # an earlier one that never reached a model call
+        entry_id = self.setup.record.new_id()
+        self.unstored = (entry_id, message)
+        self.messages.append(message)
+        # Announced now (watchers show the prompt as the run takes it), written with this id once
+        # its request gets anywhere.
+        self.emit(self.setup.run.event("user_message", entryId=entry_id, text=prompt.text))
 
-    def add_user(self, prompt: Prompt, message: UserMessage | None = None) -> None:
-        message = message or user_message(prompt)
+    def could_fit(self, message: UserMessage) -> bool:
+        """Whether a request with ``message`` and no history would fit the window."""
+        request = self.request(False, [message])
+        return fit_request(request.model, request.system, request.messages, request.tools).fits
+
+    def store_prompt(self) -> None:
+        """Write the admitted prompt (once its request got anywhere)."""
+        if self.unstored is None:
+            return
+        entry_id, message = self.unstored
+        self.unstored = None
+        self.setup.record.append("message", id=entry_id, message=message)
+
+    def add_user(self, prompt: Prompt) -> None:
+        self.store_prompt()
+        message = user_message(prompt)
         entry = self.setup.record.append_message(message)
         self.messages.append(message)
         self.emit(self.setup.run.event("user_message", entryId=entry["id"], text=prompt.text))
@@ -129,6 +165,7 @@ class _Run:
         if isinstance(item, Prompt):
             await self.admit(item)
             return
+        self.store_prompt()  # the record keeps the inputs' order
         entry = self.setup.record.append(
             "custom_message",
             customType=NOTICE_TYPE,
@@ -159,13 +196,26 @@ class _Run:
             memo=base.memo,
         )
 
+    def _emit_storing(self, event: SessionEvent) -> None:
+        """``emit`` for a model request: its first event (the answer started, or a retry was
+        scheduled) means the server took the prompt, which is then written before it."""
+        self.store_prompt()
+        self.emit(event)
+
     async def answer(self, exhausted: bool) -> AssistantMessage:
         """One model answer, recorded; on a context overflow, compact once and ask again."""
         while True:
             try:
-                assistant = await request_model(self.setup, _fit(self.request(exhausted)), self.emit)
+                request = _fit(self.request(exhausted))
+                assistant = await request_model(self.setup, request, self._emit_storing)
+            except asyncio.CancelledError:
+                self.store_prompt()  # an aborted turn keeps its prompt, as it always did
+                raise
             except TurnFailure as exc:
-                if not exc.overflow or not self.setup.compaction.enabled:
+                if not exc.overflow:
+                    self.store_prompt()
+                    raise
+                if not self.setup.compaction.enabled:
                     raise
                 if self.overflow_recovered:
                     raise TurnFailure(
@@ -175,6 +225,7 @@ class _Run:
                 if not await self.compact("overflow"):
                     raise  # nothing to compact (or the summary failed): the error stands
                 continue
+            self.store_prompt()
             entry = self.setup.record.append_message(assistant)
             self.messages.append(assistant)
             add_usage(self.usage, assistant["usage"])
@@ -185,15 +236,22 @@ class _Run:
             )
             return assistant
 
-    async def compact(self, reason: str) -> bool:
+    async def compact(self, reason: str, incoming: int = 0) -> bool:
         """Compact inside the run; ``False`` when there was nothing to compact (or it failed:
-        the run goes on with the history it has)."""
+        the run goes on with the history it has). ``incoming``: the estimated size of the prompt
+        about to be added, which what is kept must leave room for."""
         setup = self.setup
-        plan = prepare_compaction(setup.record.path(), setup.compaction.keep_recent_tokens)
+        settings = setup.compaction
+        keep, max_kept = settings.keep_recent_tokens, settings.max_kept_tokens
+        if max_kept is not None and incoming:
+            max_kept = max(0, max_kept - incoming)
+            keep = max(1, min(keep, max_kept))
+        plan = prepare_compaction(setup.record.path(), keep, max_kept, again=incoming > 0)
         if isinstance(plan, str):
             return False
         run = setup.run
-        self.emit(run.event("compaction_started", reason=reason))
+        before = self.context_size()
+        self.emit(run.event("compaction_started", reason=reason, tokens=before))
 
         def on_retry(attempt: int, limit: int, delay: int, error: str) -> None:
             self.emit(
@@ -219,7 +277,12 @@ class _Run:
             self.emit(run.event("compaction_finished", error=str(exc)))
             return False
         self.messages = setup.record.context().messages
-        self.emit(run.event("compaction_finished", summary=result.summary))
+        if self.unstored is not None:  # the prompt waiting for its answer comes after the summary
+            self.messages.append(self.unstored[1])
+        after = self.context_size()
+        self.emit(
+            run.event("compaction_finished", summary=result.summary, tokensBefore=before, tokensAfter=after)
+        )
         return True
 
     async def turn(self) -> AssistantMessage:
@@ -256,17 +319,26 @@ class _Run:
             elif not calls:
                 return assistant
 
-    def over_threshold(self) -> bool:
+    def context_size(self) -> int:
+        """The context's estimated size, as the next request would measure it."""
+        request = self.request(False)
+        return request_tokens(request.messages, request.system, request.tools)
+
+    def over_threshold(self, incoming: int = 0) -> bool:
         window = self.setup.request.model.context_window
-        return self.setup.compaction.over_threshold(context_tokens(self.messages), window)
+        return self.setup.compaction.over_threshold(self.context_size() + incoming, window)
 
 
 async def run_loop(setup: TurnSetup, inputs: Sequence[InputItem], emit: Emit) -> TurnOutcome:
     """Run to the settle (``inputs`` open it, in order, as one turn); raise :class:`TurnFailure`
     (or a FastagentError) when the run fails."""
     state = _Run(setup, emit)
-    if state.over_threshold():  # a context left too full (a failed run, a smaller model)
-        await state.compact("threshold")
+    # A context left too full (a failed run, a smaller model), or one the opening prompts would
+    # fill: compact first, keeping room for them.
+    prompts = [user_message(i) for i in inputs if isinstance(i, Prompt)]
+    incoming = sum(estimate_tokens(m) for m in prompts)
+    if state.over_threshold(incoming) and all(state.could_fit(m) for m in prompts):
+        await state.compact("threshold", incoming)
     for item in inputs:
         await state.add_input(item)
     while True:

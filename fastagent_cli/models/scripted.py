@@ -177,7 +177,7 @@ class ScriptedModel:
             "provider": "scripted",
             "model": request.model.id,
             "usage": usage,
-            "stopReason": "toolUse" if calls else "stop",
+            "stopReason": "toolUse" if calls else "length" if step.get("stopReason") == "length" else "stop",
             "timestamp": now_ms(),
         }
         yield message

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from fastagent_cli.messages import Message, ThinkingLevel, ToolResultMessage, now_ms
+from fastagent_cli.messages import (
+    COMPACTION_SUMMARY_PREFIX,
+    Message,
+    ThinkingLevel,
+    ToolResultMessage,
+    now_ms,
+)
 from fastagent_cli.sessions.layout import encode_id
 
 __all__ = [
@@ -163,6 +169,10 @@ class SessionRecord:
 
     # --- writing ------------------------------------------------------------------------------
 
+    def new_id(self) -> str:
+        """An id no entry has yet (pass it as ``id`` to :meth:`append` to name an entry)."""
+        return self._new_id()
+
     def _new_id(self) -> str:
         for _ in range(100):
             candidate = uuid.uuid4().hex[:8]
@@ -178,9 +188,10 @@ class SessionRecord:
         created: list[Entry] = []
         parent = self.leaf_id
         reserved: set[str] = set()
-        for entry_type, fields in items:
-            entry_id = self._new_id()
-            while entry_id in reserved:
+        for entry_type, given in items:
+            fields = dict(given)
+            entry_id = str(fields.pop("id", "") or self._new_id())
+            while entry_id in reserved or entry_id in self.by_id:
                 entry_id = self._new_id()
             reserved.add(entry_id)
             entry: Entry = {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": iso_now()}
@@ -372,14 +383,21 @@ class SessionRecord:
         return len(dangling)
 
 
-COMPACTION_SUMMARY_PREFIX = (
-    "The conversation history before this point was compacted into the following summary:\n\n"
-)
-
-
 def _summary_message(summary: str, entry: Entry) -> Message:
+    """The summary as the user message the context starts with, stamped with the compaction's
+    time: usage reported by an answer older than it (a kept one) no longer measures the context."""
     text = f"{COMPACTION_SUMMARY_PREFIX}<summary>\n{summary}\n</summary>"
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 0}
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": _stamp_ms(entry)}
+
+
+def _stamp_ms(entry: Entry) -> int:
+    stamp = entry.get("timestamp")
+    if not isinstance(stamp, str):
+        return 0
+    try:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
 
 
 def _apply_settings(ctx: SessionContext, entry: Entry) -> None:

@@ -36,7 +36,7 @@ SUMMARY = "## Goal\nKeep going."
 
 def long(word: str) -> str:
     """A prompt of about 40 tokens: the cut point (30 tokens kept) lands on it, never mid-turn."""
-    return f"{word} " + "." * 160
+    return f"{word} " + "x" * 160
 
 
 def word(request: ScriptedRequest) -> str:
@@ -113,7 +113,10 @@ async def test_a_run_compacts_when_the_context_passes_the_threshold(tmp_path: Pa
     seen = [await subscription.__anext__() for _ in range(subscription.pending)]
     types = [e.type for e in seen]
     started = next(e for e in seen if e.type == "compaction_started")
-    assert started.data == {"reason": "threshold"} and started.run_id == seen[0].run_id  # inside the run
+    assert started.data["reason"] == "threshold" and started.run_id == seen[0].run_id  # inside the run
+    assert started.data["tokens"] > 128_000 - 16_384  # the context's size as the threshold measured it
+    finished = next(e for e in seen if e.type == "compaction_finished")
+    assert finished.data["tokensBefore"] > finished.data["tokensAfter"] > 0
     assert types[0] == "run_started" and types[-1] == "run_settled"
     assert types.index("message_finished") < types.index("compaction_finished")
     await drain(agent.invoke("t", long("after")))
@@ -140,7 +143,9 @@ async def test_an_overflow_error_compacts_once_and_the_turn_continues(tmp_path: 
     retried = model.requests[-1]
     assert word(retried) == "overflow"
     assert first_text(retried).startswith(COMPACTION_SUMMARY_PREFIX)  # the retry ran on the summary
-    assert kinds(agent, "o")[-2:] == ["compaction", "message"]
+    # the prompt is stored once the model answers it: after the compaction, not summarised by it
+    assert kinds(agent, "o")[-3:] == ["compaction", "message", "message"]
+    assert long("overflow") not in model.summaries[0].last_user_text
 
 
 async def test_a_second_overflow_fails_the_run(tmp_path: Path) -> None:
@@ -159,6 +164,12 @@ async def test_a_second_overflow_fails_the_run(tmp_path: Path) -> None:
     assert failed.details.startswith(OVERFLOW_RECOVERY_FAILED) and "8192" in failed.details
     assert (failed.code, failed.retryable) == ("context_overflow", False)
     assert len(model.summaries) == 1  # one compact-and-retry, no more
+    assert kinds(agent, "o2")[-1] == "compaction"  # the refused prompt was not stored
+    events = await drain(agent.invoke("o2", long("three")))
+    assert isinstance(events[-1], Completed)  # so the next turn does not re-send it
+    assert all(word(r) != "overflow" for r in model.requests[-1:]) and "overflow" not in str(
+        model.requests[-1].messages
+    )
 
 
 async def test_manual_compaction_with_instructions_and_nothing_to_compact(tmp_path: Path) -> None:
@@ -187,7 +198,7 @@ async def test_manual_compaction_with_instructions_and_nothing_to_compact(tmp_pa
         await asyncio.sleep(0.01)
     watcher.cancel()
     assert [e.type for e in seen] == ["compaction_started", "state_changed", "compaction_finished"]
-    assert seen[0].data == {"reason": "manual"} and seen[0].run_id is None
+    assert seen[0].data["reason"] == "manual" and seen[0].run_id is None
     assert seen[-1].data["summary"].startswith(SUMMARY)
     assert model.summaries[-1].last_user_text.endswith("Additional focus: keep the decisions")
     leaf = (await s.state()).leaf_entry_id

@@ -17,7 +17,9 @@ Responses: ``enqueue_stream(events)`` (OpenAI appends ``data: [DONE]`` unless ``
 ``enqueue_cut(events)`` (closes the socket mid-answer), ``enqueue_hold(events)`` (keeps the stream
 open until the client goes away; then ``await fake.wait_disconnect()``), ``enqueue_error(status,
 body, headers)`` and ``enqueue_raw(status, body, content_type=...)``; ``answer_always(events)``
-streams ``events`` to every request the queue has nothing for (load and soak runs). An event is a
+streams ``events`` to every request the queue has nothing for (load and soak runs);
+``respond_with(fn)`` answers those with ``fn(body)`` instead (a model whose answer depends on the
+request: :mod:`tests.fakes.small_window`). An event is a
 dict (encoded as JSON; Anthropic dicts also get ``event: <type>``), a ``str`` written verbatim
 (comments, CRLF tests) or ``bytes``. An empty queue answers 500 ``fake server: no response queued``.
 
@@ -134,6 +136,7 @@ class FakeProvider:
         self.disconnects = 0
         self._queue: deque[_Stream | _Plain] = deque()
         self._always: _Stream | None = None
+        self._responder: Callable[[Any], _Stream | _Plain] | None = None
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._stopping = asyncio.Event()
@@ -205,6 +208,20 @@ class FakeProvider:
         then the rest and the end of the response in one write (a fast model whose answer is
         ready at once)."""
         self._always = _Stream(list(events), burst_after=burst_after, pause=pause)
+
+    def respond_with(self, responder: Callable[[Any], tuple[int, Any] | Sequence[Event]]) -> None:
+        """Answer every request the queue has nothing for with ``responder(body)``: a list of
+        events (streamed, with the done marker) or ``(status, json_body)`` (an HTTP error): a
+        server whose answer depends on the request (a model with a real context window)."""
+
+        def answer(body: Any) -> _Stream | _Plain:
+            result = responder(body)
+            if isinstance(result, tuple):
+                status, error = result
+                return _Plain(status, json.dumps(error).encode(), "application/json")
+            return _Stream(list(result))
+
+        self._responder = answer
 
     def enqueue_cut(self, events: Sequence[Event]) -> None:
         """Send ``events`` then drop the connection without finishing the response."""
@@ -278,7 +295,13 @@ class FakeProvider:
         if request.method != "POST" or request.path != self.path:
             message = f"fake server: no route for {request.method} {request.path}"
             return web.json_response(self.error_body(message), status=404)
-        item = self._queue.popleft() if self._queue else self._always
+        item: _Stream | _Plain | None
+        if self._queue:
+            item = self._queue.popleft()
+        elif self._responder is not None:
+            item = self._responder(body)
+        else:
+            item = self._always
         if item is None:
             return web.json_response(self.error_body("fake server: no response queued"), status=500)
         if isinstance(item, _Plain):

@@ -1,5 +1,6 @@
-"""The context budget: the input estimate (reported usage first, four characters a token for the
-rest), the output clamp and the refusal threshold, and how the wire requests honour the clamp."""
+"""The context budget: the input estimate (reported usage first, a conservative estimate for the
+rest, corrected by what the server reported), the output clamp (a share of the window by default)
+and the refusal threshold, and how the wire requests honour the clamp."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from typing import Any
 
 from fastagent_cli.messages import AssistantMessage, Message, UserMessage, empty_usage
 from fastagent_cli.models.anthropic_request import build_messages_request
-from fastagent_cli.models.context_budget import IMAGE_CHARS, estimate_input_tokens, fit_request
+from fastagent_cli.models.context_budget import (
+    IMAGE_CHARS,
+    MAX_CORRECTION,
+    estimate_input_tokens,
+    estimate_text,
+    fit_request,
+)
 from fastagent_cli.models.openai_request import build_chat_request
 from fastagent_cli.models.types import ModelInfo, ModelRequest, ToolSpec
 
@@ -41,27 +48,58 @@ def test_characters_are_counted_four_to_a_token_and_images_flat() -> None:
         "content": [{"type": "image", "data": "x" * 9000, "mimeType": "image/png"}],
         "timestamp": 0,
     }
-    tool = ToolSpec("t", "d" * 39, {})
+    tool = ToolSpec("t", "d" * 39, {})  # "t", "d"*39 and "{}": 1 + 10 + 2
     estimate, uncertain = estimate_input_tokens("s" * 400, [user("a" * 800), image], [tool])
-    assert estimate == uncertain == 100 + 200 + IMAGE_CHARS // 4 + 11
+    assert estimate == uncertain == 100 + 200 + IMAGE_CHARS // 4 + 13
 
 
 def test_the_server_reported_usage_counts_and_only_the_tail_is_guessed() -> None:
     messages: list[Message] = [user("a" * 40), assistant("b" * 40, reported=3000), user("c" * 400)]
-    assert estimate_input_tokens("", messages) == (3100, 100)
+    # the server counted 3000 for an estimated 20: what follows is scaled, by at most x4
+    assert estimate_input_tokens("", messages) == (3000 + 100 * 4, 100 * 4)
     failed = assistant("", reported=0)
     failed["stopReason"] = "error"
-    assert estimate_input_tokens("", [*messages, failed]) == (3100, 100)  # an error reply reports nothing
+    assert estimate_input_tokens("", [*messages, failed]) == (3400, 400)  # an error reply reports nothing
 
 
 def test_the_output_is_clamped_and_a_full_window_is_refused() -> None:
     fit = fit_request(SMALL, "", [user("a" * 4000)])
     assert fit.fits and fit.input_tokens == 1000
-    assert fit.max_output == fit.room == 4096 - 1000 - 64 - 100
+    assert fit.room == 4096 - 1000 - 64 - 100
+    assert fit.max_output == 1024  # a quarter of the window: one answer leaves room for the next turn
+    tight = fit_request(SMALL, "", [user("a" * 11000)])
+    assert tight.max_output == tight.room == 4096 - 2750 - 64 - 275
     full = fit_request(SMALL, "", [user("a" * 14000)])
     assert not full.fits and full.max_output < full.minimum == 512
     roomy = fit_request(ModelInfo(provider="p", id="m", api="openai-completions"), "", [user("hi")])
     assert roomy.max_output == 16_384  # min(maxTokens, 32000) when the window has room
+    asked = fit_request(SMALL, "", [user("hi")], wanted=3000)
+    assert asked.max_output == 3000  # an explicit request is only clamped to the room
+
+
+def test_digits_symbols_and_other_scripts_are_not_underrated() -> None:
+    prose = "The quick brown fox jumps over the lazy dog while the cat sleeps in the sun"
+    assert estimate_text(prose) == round(len(prose) / 4 + 0.5)  # prose: about four characters a token
+    row = "2024-01-15,4711.25,-0.0032,99812,7.5e-3\n"
+    dense = sum(c != "e" for c in row)  # every digit, comma, point, minus and newline
+    assert estimate_text(row * 100) == 100 * dense + 25  # (the 100 letters e: 25)
+    assert estimate_text(row * 100) > 3.5 * len(row * 100) / 4  # not chars/4
+    assert estimate_text("数据" * 100) == 300  # two bytes of UTF-8 a token
+    assert estimate_text("") == 0
+
+
+def test_the_server_count_corrects_the_estimate_of_what_follows() -> None:
+    csv = "2024-01-15,4711.25,-0.0032\n" * 40
+    first = user(csv)
+    estimate = estimate_input_tokens("", [first])[0]
+    reported = assistant("ok", reported=2 * estimate + 2)  # the server counted twice the guess
+    later = user(csv)
+    total, uncertain = estimate_input_tokens("", [first, reported, later])
+    assert uncertain == 2 * estimate and total == reported["usage"]["totalTokens"] + 2 * estimate
+    wild = assistant("ok", reported=100 * estimate)
+    assert estimate_input_tokens("", [first, wild, later])[1] == int(MAX_CORRECTION * estimate)
+    cheap = assistant("ok", reported=1)  # a server that counts less: the estimate stands
+    assert estimate_input_tokens("", [first, cheap, later])[0] == 2 * estimate + 1
 
 
 def _request(**fields: Any) -> ModelRequest:

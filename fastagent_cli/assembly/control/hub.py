@@ -88,7 +88,11 @@ class LocalSession:
             thinking_level=settings.thinking,
             available_thinking_levels=settings.available_thinking,
             pending=pending,
-            usage=session_usage(record, settings.model.context_window) if record is not None else None,
+            usage=(
+                session_usage(record, settings.model.context_window, engine.overhead)
+                if record is not None
+                else None
+            ),
             leaf_entry_id=record.leaf_id if record is not None else None,
         )
 

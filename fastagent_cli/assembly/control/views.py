@@ -8,6 +8,7 @@ from typing import Any
 from fastagent_cli.control import EntryView, SessionListing, SessionUsage
 from fastagent_cli.engine.compaction import context_tokens
 from fastagent_cli.messages import is_failed_turn
+from fastagent_cli.models.types import ToolSpec
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms
 from fastagent_cli.sessions.record import SessionRecord, is_position
 
@@ -24,7 +25,7 @@ def _text(message: Mapping[str, Any]) -> str:
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     """``{text, thinking?, toolCalls?: [{id, name, args}], stopReason?, errorMessage?}``: what a
     transcript shows of an answer (``stopReason`` only for the partial answer of an ``aborted`` or
-    ``error`` turn)."""
+    ``error`` turn, and ``length`` for one cut off at the output limit)."""
     blocks = [b for b in message.get("content") or [] if isinstance(b, Mapping)]
     data: dict[str, Any] = {"text": _text(message)}
     thinking = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
@@ -40,6 +41,8 @@ def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     if is_failed_turn(message):
         data["stopReason"] = message["stopReason"]
         data["errorMessage"] = str(message.get("errorMessage") or "")
+    elif message.get("stopReason") == "length":
+        data["stopReason"] = "length"  # cut off at the output limit: a transcript marks it
     return data
 
 
@@ -84,9 +87,15 @@ def published_entries(record: SessionRecord, since: str | None) -> list[EntryVie
     return [entry_view(e) for e in entries]
 
 
-def session_usage(record: SessionRecord, context_window: int) -> SessionUsage | None:
+def session_usage(
+    record: SessionRecord,
+    context_window: int,
+    overhead: tuple[str, Sequence[ToolSpec]] = ("", ()),
+) -> SessionUsage | None:
     """The newest answer's numbers on the active path; ``context_tokens`` unknown after a
-    compaction until the next answer."""
+    compaction until the next answer. ``context_tokens`` is measured as the engine measures a
+    request against the window: ``overhead`` (the system prompt and the tool definitions) counts
+    when no answer reported usage."""
     path = record.path()
     compacted = False
     for entry in reversed(path):
@@ -108,7 +117,7 @@ def session_usage(record: SessionRecord, context_window: int) -> SessionUsage | 
             cache_read_tokens=int(usage.get("cacheRead") or 0),
             cache_write_tokens=int(usage.get("cacheWrite") or 0),
             cost=float(cost.get("total") or 0.0),
-            context_tokens=None if compacted else context_tokens(record.context().messages),
+            context_tokens=None if compacted else context_tokens(record.context().messages, *overhead),
             context_window=context_window,
         )
     return None

@@ -7,17 +7,24 @@
 * :class:`CompactionSettings` (pi's ``compaction.*``: ``reserve_tokens`` 16 384,
   ``keep_recent_tokens`` 20 000) says when a run compacts by itself: when the context passes
   ``context_window - reserve_tokens``, and once on a context-overflow error
-  (:func:`is_context_overflow`).
+  (:func:`is_context_overflow`);
+* the values a session compacts with come from its model's window
+  (:meth:`CompactionSettings.for_window`): a share of the window, the configured values as caps
+  (a 200K window compacts as pi does; a 4 096-token one reserves 1 024 tokens, keeps the newest
+  682 and writes a summary of at most 512), so every window compacts;
+* the summary request fits the window too: when what it summarises is longer than the window
+  leaves, its middle is left out (:func:`~.summary.shorten`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastagent_cli.engine.compaction.plan import (
     ALREADY_COMPACTED,
+    KEEP_NOTHING,
     NOTHING_TO_COMPACT_TEXT,
     CompactionPlan,
     context_tokens,
@@ -29,12 +36,14 @@ from fastagent_cli.engine.compaction.summary import (
     SPLIT_TURN_JOIN,
     SUMMARIZATION_SYSTEM_PROMPT,
     file_lists,
+    shorten,
     summary_prompt,
     turn_prefix_prompt,
 )
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import AssistantMessage, UserMessage, now_ms
+from fastagent_cli.models.context_budget import TEMPLATE_MARGIN, estimate_text
 from fastagent_cli.models.overflow import is_context_overflow
 from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, StreamDelta
@@ -42,6 +51,7 @@ from fastagent_cli.sessions.record import SessionRecord
 
 __all__ = [
     "ALREADY_COMPACTED",
+    "KEEP_NOTHING",
     "NOTHING_TO_COMPACT_TEXT",
     "OVERFLOW_RECOVERY_FAILED",
     "CompactionFailed",
@@ -62,6 +72,14 @@ RetryNotice = Callable[[int, int, int, str], None]
 """``(attempt, max_attempts, delay_ms, error)``: a summary call is about to be retried."""
 
 
+RESERVE_SHARE = 4
+"""``reserve_tokens`` is at most 1/4 of the window."""
+KEEP_SHARE = 6
+"""``keep_recent_tokens`` is at most 1/6 of the window (20 000 from a 120K window up)."""
+SUMMARY_SHARE = 8
+"""A summary is at most 1/8 of the window."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
     enabled: bool = True
@@ -69,6 +87,34 @@ class CompactionSettings:
     works either way."""
     reserve_tokens: int = 16_384
     keep_recent_tokens: int = 20_000
+    context_window: int = 0
+    """The window these values were derived for (:meth:`for_window`); 0: not derived."""
+
+    def for_window(self, context_window: int) -> CompactionSettings:
+        """The values a model with this window compacts with: a share of the window, the
+        configured ones as caps."""
+        window = max(1, context_window)
+        return replace(
+            self,
+            reserve_tokens=max(1, min(self.reserve_tokens, window // RESERVE_SHARE)),
+            keep_recent_tokens=max(1, min(self.keep_recent_tokens, window // KEEP_SHARE)),
+            context_window=window,
+        )
+
+    @property
+    def max_kept_tokens(self) -> int | None:
+        """The most a compaction keeps verbatim: a third of what the threshold allows, so the kept
+        part, the summary and the next turn fit (``None`` when not derived: pi's rule)."""
+        if not self.context_window:
+            return None
+        return max(self.keep_recent_tokens, (self.context_window - self.reserve_tokens) // 3)
+
+    @property
+    def summary_tokens(self) -> int:
+        """The summary call's ``max_tokens``: pi's 0.8 x ``reserve_tokens``, at most 1/8 of the
+        window."""
+        tokens = int(0.8 * self.reserve_tokens)
+        return min(tokens, self.context_window // SUMMARY_SHARE) if self.context_window else tokens
 
     def over_threshold(self, tokens: int, context_window: int) -> bool:
         return self.enabled and tokens > context_window - self.reserve_tokens
@@ -93,6 +139,14 @@ class SummaryModel:
     api_key: str | None
     retry: RetryPolicy
     session_id: str | None = None
+
+
+def _fitted(target: SummaryModel, conversation: str, max_tokens: int, extra: str = "") -> str:
+    """``conversation`` shortened so the summary request (system prompt, the prompt around it and
+    ``max_tokens`` of answer) fits the model's window."""
+    fixed = estimate_text(SUMMARIZATION_SYSTEM_PROMPT) + estimate_text(extra) + 600  # the prompt
+    room = target.model.context_window - max_tokens - fixed - TEMPLATE_MARGIN
+    return shorten(conversation, max(room, 256))
 
 
 async def _complete(target: SummaryModel, text: str, max_tokens: int, on_retry: RetryNotice) -> str:
@@ -140,12 +194,20 @@ async def compact(
 ) -> CompactionResult:
     """Summarise what ``plan`` names and append the ``compaction`` entry; CompactionFailed when
     the summary call fails (nothing is written then)."""
-    history_tokens = int(0.8 * settings.reserve_tokens)
+    history_tokens = settings.summary_tokens
+    extra = (plan.previous_summary or "") + (instructions or "")
+
+    def fit(text: str, tokens: int) -> str:
+        return _fitted(target, text, tokens, extra)
+
     if plan.split_turn:
+        prefix_tokens = min(int(0.5 * settings.reserve_tokens), history_tokens)
         history = (
             _complete(
                 target,
-                summary_prompt(plan.to_summarize, plan.previous_summary, instructions),
+                summary_prompt(
+                    plan.to_summarize, plan.previous_summary, instructions, lambda t: fit(t, history_tokens)
+                ),
                 history_tokens,
                 on_retry,
             )
@@ -153,23 +215,33 @@ async def compact(
             else _constant(plan.previous_summary or NO_PRIOR_HISTORY)
         )
         prefix = _complete(
-            target, turn_prefix_prompt(plan.turn_prefix), int(0.5 * settings.reserve_tokens), on_retry
+            target,
+            turn_prefix_prompt(plan.turn_prefix, lambda t: fit(t, prefix_tokens)),
+            prefix_tokens,
+            on_retry,
         )
         head, tail = await asyncio.gather(history, prefix)
         summary = f"{head}{SPLIT_TURN_JOIN}{tail}"
     else:
-        prompt = summary_prompt(plan.to_summarize, plan.previous_summary, instructions)
+        prompt = summary_prompt(
+            plan.to_summarize, plan.previous_summary, instructions, lambda t: fit(t, history_tokens)
+        )
         summary = await _complete(target, prompt, history_tokens, on_retry)
     read_files, modified_files, appendix = file_lists(plan.read_files, plan.modified_files)
     summary += appendix
-    entry = record.append(
-        "compaction",
-        summary=summary,
-        firstKeptEntryId=plan.first_kept_entry_id,
-        tokensBefore=plan.tokens_before,
-        details={"readFiles": read_files, "modifiedFiles": modified_files},
-    )
-    return CompactionResult(summary, plan.first_kept_entry_id, plan.tokens_before, entry["id"])
+    fields = {
+        "summary": summary,
+        "firstKeptEntryId": plan.first_kept_entry_id,
+        "tokensBefore": plan.tokens_before,
+        "details": {"readFiles": read_files, "modifiedFiles": modified_files},
+    }
+    if plan.first_kept_entry_id == KEEP_NOTHING:
+        # Nothing kept: the entry names itself, an id no entry before it has (every pi reader
+        # then starts the context with the summary alone).
+        entry_id = record.new_id()
+        fields.update(id=entry_id, firstKeptEntryId=entry_id)
+    entry = record.append("compaction", **fields)
+    return CompactionResult(summary, str(entry["firstKeptEntryId"]), plan.tokens_before, entry["id"])
 
 
 async def _constant(text: str) -> str:

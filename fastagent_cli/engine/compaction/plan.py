@@ -1,13 +1,21 @@
 """What a compaction summarises and what it keeps (pi's ``prepareCompaction``, §5.5).
 
-* Tokens are estimated at four characters each (an image counts 4 800 characters); the context's
-  size is the last answer's reported usage plus estimates for what came after it (both from
-  :mod:`fastagent_cli.models.context_budget`, which the request's fit to the window uses too).
+* Tokens are estimated as :mod:`fastagent_cli.models.context_budget` does (about four characters
+  each for prose, more for digits and symbols; an image counts 1 200); the context's size is the
+  last answer's reported usage plus estimates for what came after it (the request's fit to the
+  window uses the same functions).
 * The cut point: walk back from the newest entry summing estimates until ``keep_recent_tokens``;
   cut at the nearest valid point at or after there (a user, assistant or custom message, a
   ``custom_message`` or ``branch_summary``; never a tool result), pulling in the non-message
   entries just before it. A cut that lands inside a turn (not on a user message) is a *split
   turn*: that turn's prefix is summarised separately.
+* A compaction made for an incoming prompt may follow another one (``again``): it re-summarises
+  what the previous one kept.
+* With ``max_kept`` (settings derived from a window): when the message that reaches
+  ``keep_recent_tokens`` would make the kept part larger than that, it is summarised too (the cut
+  moves to the next valid point after it); with none after it nothing is kept
+  (:data:`KEEP_NOTHING`): a pasted block as large as the window must not survive the compaction
+  that was meant to make room.
 * Repeated compactions re-summarise from the previous compaction's kept boundary, so what it kept
   is never lost, and update its summary (``previous_summary``).
 * File lists are cumulative: the previous compaction's lists plus the ``path`` arguments of
@@ -26,6 +34,7 @@ from fastagent_cli.sessions.record import entry_message
 
 __all__ = [
     "ALREADY_COMPACTED",
+    "KEEP_NOTHING",
     "NOTHING_TO_COMPACT_TEXT",
     "CompactionPlan",
     "context_tokens",
@@ -36,6 +45,8 @@ __all__ = [
 
 ALREADY_COMPACTED = "Already compacted"
 NOTHING_TO_COMPACT_TEXT = "Nothing to compact (session too small)"
+KEEP_NOTHING = ""
+"""A plan's ``first_kept_entry_id`` when everything is summarised (the entry then names itself)."""
 
 Entry = Mapping[str, Any]
 
@@ -72,7 +83,10 @@ def _turn_start(path: Sequence[Entry], index: int, start: int) -> int:
     return -1
 
 
-def _cut_index(path: Sequence[Entry], start: int, end: int, keep_recent: int) -> int:
+def _cut_index(
+    path: Sequence[Entry], start: int, end: int, keep_recent: int, max_kept: int | None = None
+) -> int:
+    """The index of the first kept entry (``end``: nothing is kept)."""
     cut_points = [i for i in range(start, end) if _is_cut_point(path[i])]
     if not cut_points:
         return start
@@ -84,6 +98,8 @@ def _cut_index(path: Sequence[Entry], start: int, end: int, keep_recent: int) ->
             continue
         kept += estimate_tokens(entry.get("message") or {})
         if kept >= keep_recent:
+            if max_kept is not None and kept > max_kept:
+                return next((c for c in cut_points if c > i), end)
             cut = next((c for c in cut_points if c >= i), cut)
             break
     while cut > start and path[cut - 1].get("type") not in ("message", "compaction"):
@@ -112,10 +128,14 @@ def _messages(entries: Sequence[Entry]) -> list[Message]:
     return [m for e in entries if e.get("type") != "compaction" and (m := entry_message(dict(e)))]
 
 
-def prepare_compaction(path: Sequence[Entry], keep_recent_tokens: int) -> CompactionPlan | str:
+def prepare_compaction(
+    path: Sequence[Entry], keep_recent_tokens: int, max_kept: int | None = None, *, again: bool = False
+) -> CompactionPlan | str:
     """The plan for compacting the active ``path``, or why there is nothing to do
-    (:data:`ALREADY_COMPACTED`, :data:`NOTHING_TO_COMPACT_TEXT`)."""
-    if path and path[-1].get("type") == "compaction":
+    (:data:`ALREADY_COMPACTED`, :data:`NOTHING_TO_COMPACT_TEXT`). ``again``: a path that ends
+    with a compaction may be compacted once more (what it kept is summarised into its summary):
+    a prompt needs the room that compaction left to its kept part."""
+    if path and path[-1].get("type") == "compaction" and not again:
         return ALREADY_COMPACTED
     previous = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
     start = previous + 1
@@ -133,9 +153,15 @@ def prepare_compaction(path: Sequence[Entry], keep_recent_tokens: int) -> Compac
             modified.update(f for f in details.get("modifiedFiles") or [] if isinstance(f, str))
     end = len(path)
     tokens_before = context_tokens(_messages(path[max(previous, 0) : end]))
-    cut = _cut_index(path, start, end, keep_recent_tokens)
-    if cut >= end:
+    if start >= end:
         return NOTHING_TO_COMPACT_TEXT
+    cut = _cut_index(path, start, end, keep_recent_tokens, max_kept)
+    if cut >= end:  # nothing kept: everything since the last boundary is summarised
+        everything = _messages(path[start:end])
+        if not everything:
+            return NOTHING_TO_COMPACT_TEXT
+        _file_ops(everything, read, modified)
+        return CompactionPlan(KEEP_NOTHING, everything, [], tokens_before, previous_summary, read, modified)
     cut_entry = path[cut]
     on_user = cut_entry.get("type") == "message" and (cut_entry.get("message") or {}).get("role") == "user"
     turn_start = -1 if on_user else _turn_start(path, cut, start)

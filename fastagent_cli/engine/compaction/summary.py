@@ -6,16 +6,20 @@ characters) and sent to the session's own model with a summariser system prompt,
 message ``<conversation>…</conversation>`` (+ ``<previous-summary>`` when updating) + the prompt
 (+ ``Additional focus: <instructions>``), ``max_tokens`` 0.8 × ``reserve_tokens``, thinking
 ``high`` when the model reasons. A split turn's prefix gets a second call (0.5 ×
-``reserve_tokens``). The cumulative file lists are appended to the summary.
+``reserve_tokens``). The cumulative file lists are appended to the summary. A conversation
+longer than the window leaves for the summary request is shortened in its middle
+(:func:`shorten`: the first quarter and the last three quarters of what fits, with a note of what
+was left out), so a small window can always be summarised.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fastagent_cli.messages import Message
+from fastagent_cli.models.context_budget import estimate_text
 
 __all__ = [
     "SUMMARIZATION_PROMPT",
@@ -24,6 +28,7 @@ __all__ = [
     "UPDATE_SUMMARIZATION_PROMPT",
     "file_lists",
     "serialize_conversation",
+    "shorten",
     "summary_prompt",
     "turn_prefix_prompt",
 ]
@@ -133,18 +138,41 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def summary_prompt(messages: Sequence[Message], previous: str | None, instructions: str | None) -> str:
+Fit = Callable[[str], str]
+"""Shortens a serialised conversation to what the summary request has room for."""
+
+
+def shorten(conversation: str, tokens: int) -> str:
+    """``conversation`` cut to about ``tokens`` (estimated): its first quarter and its last three
+    quarters, with a note in between saying how much was left out."""
+    estimate = estimate_text(conversation)
+    if estimate <= tokens:
+        return conversation
+    keep = int(len(conversation) * tokens / estimate * 0.95)
+    head = keep // 4
+    tail = keep - head
+    omitted = len(conversation) - head - tail
+    note = f"\n\n[... {omitted} characters left out to fit the model's context window ...]\n\n"
+    return conversation[:head] + note + conversation[len(conversation) - tail :]
+
+
+def summary_prompt(
+    messages: Sequence[Message], previous: str | None, instructions: str | None, fit: Fit | None = None
+) -> str:
     prompt = UPDATE_SUMMARIZATION_PROMPT if previous else SUMMARIZATION_PROMPT
     if instructions:
         prompt = f"{prompt}\n\nAdditional focus: {instructions}"
-    text = f"<conversation>\n{serialize_conversation(messages)}\n</conversation>\n\n"
+    conversation = serialize_conversation(messages)
+    text = f"<conversation>\n{fit(conversation) if fit else conversation}\n</conversation>\n\n"
     if previous:
         text += f"<previous-summary>\n{previous}\n</previous-summary>\n\n"
     return text + prompt
 
 
-def turn_prefix_prompt(messages: Sequence[Message]) -> str:
-    return f"<conversation>\n{serialize_conversation(messages)}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
+def turn_prefix_prompt(messages: Sequence[Message], fit: Fit | None = None) -> str:
+    conversation = serialize_conversation(messages)
+    shown = fit(conversation) if fit else conversation
+    return f"<conversation>\n{shown}\n</conversation>\n\n{TURN_PREFIX_PROMPT}"
 
 
 def file_lists(read: set[str], modified: set[str]) -> tuple[list[str], list[str], str]:

@@ -84,6 +84,8 @@ def reply(request):
         return EVERY
     if text == "nest deeply":
         return ">" * 40 + " deep"
+    if text == "ramble":
+        return {"text": "on and on and on", "stopReason": "length"}
     return "You said: " + text
 """
 WEATHER = '''
@@ -570,3 +572,35 @@ def test_a_wrong_token_is_refused_and_nothing_works_without_one(page: Page) -> N
     page.find("#signin-form button").click()
     page.ready()
     assert page.all("#sessions .session")
+
+
+def test_a_cut_off_answer_is_marked_and_a_refusal_offers_compaction(page: Page) -> None:
+    session = new_id()
+    page.open(session).ready()
+    page.send("ramble")
+    page.wait_text("on and on and on", ".msg.assistant")
+    page.wait_text("Cut off: the answer reached the output token limit", ".cut-off")
+    page.idle()
+    # A prompt the model's window cannot hold is refused before it is sent; the refusal says
+    # compacting may help, and the page offers it right there.
+    page.driver.execute_script(
+        "const input = document.getElementById('input'); input.value = 'word '.repeat(140000);"
+        "input.dispatchEvent(new Event('input'));"
+    )
+    from selenium.webdriver.common.keys import Keys
+
+    page.find("#input").send_keys(Keys.END, Keys.ENTER)
+    page.wait_text("no longer fits", ".notice.error", within=30)
+    assert page.text("[data-action=compact]") == "Compact the conversation"
+    screenshot(page.driver, "11-compaction-offered")
+    page.click("[data-action=compact]")
+    toasts: list[str] = []
+
+    def answered() -> bool:
+        toasts.append(page.driver.execute_script("return document.getElementById('toasts').textContent"))
+        return "Nothing to compact (session too small)" in toasts[-1]
+
+    try:
+        wait_until(answered, "the compaction's answer")
+    except AssertionError:
+        raise AssertionError(str(set(toasts)) + " | " + page.text() + " | " + str(page.errors())) from None

@@ -198,12 +198,12 @@ function handle(error, what) {
 // A send while a run holds the session steers it; a steer that finds the run gone sends (once).
 async function send(text, fallback = true) {
   const model = current();
+  model.notice = null; // before: a run refused at once settles (with its notice) before the reply
   try {
     const result = await api.invoke(model.id, text);
     if (!result.ok && result.error.code === "session_busy" && fallback) return act("steer", text, false);
     if (failed(result, "Not sent")) return false;
     model.exists = true;
-    model.notice = null;
     setTimeout(refreshList, 500);
     return true;
   } catch (error) {
@@ -228,6 +228,18 @@ async function act(kind, text, fallback = true) {
 
 const steer = (text) => act("steer", text);
 const followUp = (text) => act("follow_up", text);
+
+async function compact() {
+  try {
+    const result = await api.action(current().id, { type: "compact" });
+    if (!failed(result, "Not compacted")) {
+      page.model.notice = null;
+      page.model.changed();
+    }
+  } catch (error) {
+    handle(error, "Not compacted");
+  }
+}
 
 async function stop() {
   try {
@@ -352,6 +364,7 @@ function boot() {
   $("menu").replaceChildren(icon("menu"));
   $("queue").addEventListener("click", () => page.composer.submit("followUp"));
   $("stop").addEventListener("click", stop);
+  $("transcript").addEventListener("click", (event) => event.target.closest("[data-action=compact]") && compact());
   $("new-chat").addEventListener("click", () => open(newSessionId()));
   $("menu").addEventListener("click", () => (document.body.classList.contains("drawer-open") ? closeDrawer() : openDrawer()));
   $("scrim").addEventListener("click", closeDrawer);

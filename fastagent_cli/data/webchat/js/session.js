@@ -270,7 +270,9 @@ export class SessionModel {
         this.state.activeRunId = undefined;
         this.state.pending = EMPTY_QUEUES;
         if (data.status === "failed") {
-          this.notice = { kind: "error", text: (data.error && data.error.message) || "The run failed." };
+          const text = (data.error && data.error.message) || "The run failed.";
+          // the engine's refusal of a conversation that no longer fits recommends compacting it
+          this.notice = { kind: "error", text, offerCompact: text.includes("compact this one") };
         } else if (data.status === "aborted") {
           this.notice = { kind: "info", text: "Stopped." };
         }

@@ -141,6 +141,7 @@ export class Transcript {
       // the partial answer of a stopped (or failed) turn stays, marked as cut off
       if (entry.data.stopReason === "aborted") node.append(el("div", "cut-off", "Stopped"));
       else if (entry.data.stopReason === "error") node.append(el("div", "cut-off error", entry.data.errorMessage || "Failed"));
+      else if (entry.data.stopReason === "length") node.append(el("div", "cut-off", "Cut off: the answer reached the output token limit"));
     } else if (entry.kind === "tool") {
       if (this.tools.has(entry.data.toolCallId)) return null; // shown on its call's line
       node = el("div", "msg assistant");
@@ -223,7 +224,15 @@ export class Transcript {
       status.append(el("span", "spinner"), el("span", "", model.live.notice || (model.state.status === "compacting" ? "Compacting…" : "Working…")));
       parts.push(status);
     } else if (model.notice) {
-      parts.push(el("div", `notice ${model.notice.kind}`, model.notice.text));
+      const notice = el("div", `notice ${model.notice.kind}`, model.notice.text);
+      if (model.notice.offerCompact) {
+        // the refusal says compacting would help: offer it where it is read
+        const button = el("button", "notice-action", "Compact the conversation");
+        button.type = "button";
+        button.dataset.action = "compact";
+        notice.append(" ", button);
+      }
+      parts.push(notice);
     }
     this.liveNode.replaceChildren(...parts);
   }
