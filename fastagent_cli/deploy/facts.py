@@ -23,6 +23,7 @@ from fastagent_cli.definition.channel_files import InspectedChannel, inspect_cha
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.deploy.container import REQUIREMENTS, ContainerFacts
 from fastagent_cli.errors import ConfigError, FastagentError
+from fastagent_cli.models.credentials import env_reference
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
@@ -84,6 +85,11 @@ class ModelAuth:
     global_file: Path | None = None
     """``none``: the credential this machine uses lives only in the global
     ``~/.fastagent/auth.json``, which deploy does not carry (it holds every agent's logins)."""
+    origin: str | None = None
+    """``env``: where the variable is named, when ``models.json`` names it (``models.json
+    providers.<name> apiKey``)."""
+    needs: str = "set the provider's API key (or run `fastagent login`)"
+    """``none``: what to do, as the plan and the gates say it (naming the variable when there is one)."""
 
 
 @dataclass(slots=True)
@@ -141,7 +147,9 @@ class DeployFacts:
         """Every secret name the host needs, model key first, each once."""
         specs: list[SecretSpec] = []
         if self.model_auth.kind == "env" and self.model_auth.env_name:
-            specs.append(SecretSpec(self.model_auth.env_name, "your model provider key"))
+            origin = self.model_auth.origin
+            hint = f"your model provider key (named by {origin})" if origin else "your model provider key"
+            specs.append(SecretSpec(self.model_auth.env_name, hint))
         for channel in self.channels:
             for spec in CHANNEL_SECRETS.get(channel.name, ()):
                 if not (spec.webhook_only and channel.long_connection):
@@ -216,21 +224,28 @@ def _model_auth(info: ModelInfo, auth_path: Path, global_path: Path | None = Non
             return ModelAuth("env", name)
     if info.api_key is not None:
         value = info.api_key.strip()
-        if value.startswith("${") and value.endswith("}"):
-            return ModelAuth("env", value[2:-1])
-        if value.startswith("$"):
-            return ModelAuth("env", value[1:])
+        where = f"models.json providers.{info.provider} apiKey"
+        named = env_reference(value)
+        if named is not None:
+            return ModelAuth("env", named, origin=where)
         if _ENV_NAME.match(value) and value in os.environ:
             return ModelAuth("env", value)
         return ModelAuth("definition")  # a literal key or a !command travels in the image
     if info.key_optional:
         return ModelAuth("not_needed")
     wanted = info.api_key_env[0] if info.api_key_env else None
+    login = f"`fastagent login {info.provider} <agent dir>`"
+    if wanted is not None:
+        needs = f"set {wanted} (or run {login})"
+    elif info.oauth:
+        needs = f"run {login}"
+    else:
+        needs = f'add an apiKey to models.json providers.{info.provider} (e.g. "$VAR", then set VAR)'
     if global_path is not None and global_path != auth_path:
         entry = AuthStore(global_path).read().get(info.provider)
         if entry and (entry.get("key") or entry.get("type") == "oauth"):
-            return ModelAuth("none", wanted, global_file=global_path)
-    return ModelAuth("none", wanted)
+            return ModelAuth("none", wanted, global_file=global_path, needs=needs)
+    return ModelAuth("none", wanted, needs=needs)
 
 
 def _machinery_paths(workspace: Path, state_root: Path, auth_path: Path) -> list[str]:
