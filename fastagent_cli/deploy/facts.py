@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from fastagent_cli.definition.channel_files import InspectedChannel, inspect_channels
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.deploy.container import REQUIREMENTS, ContainerFacts
+from fastagent_cli.deploy.wheel import DIST_DIR, FastagentSource, fastagent_source
 from fastagent_cli.errors import ConfigError, FastagentError
 from fastagent_cli.models.credentials import env_reference
 
@@ -109,6 +110,10 @@ class DeployFacts:
     channels: list[InspectedChannel] = field(default_factory=list)
     schedules: list[str] = field(default_factory=list)
     ships_git: bool = False
+    travelling_model: ModelInfo | None = None
+    """``model`` in ``fastagent.toml``, resolved (``None`` when absent or unknown)."""
+    fastagent: FastagentSource = field(default_factory=fastagent_source)
+    """Where this machine's fastagent came from: the image installs the same one."""
 
     @property
     def agent_prefix(self) -> str:
@@ -176,9 +181,12 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     model_error = surface.model_error if model and surface.model_source == "fastagent.toml" else None
     auth = ModelAuth("none")
     probe = model or surface.model_spec
+    travelling: ModelInfo | None = None
     if probe:
         try:
-            auth = _model_auth(surface.registry.resolve(probe), surface.auth_path, surface.global_auth_path)
+            resolved = surface.registry.resolve(probe)
+            auth = _model_auth(resolved, surface.auth_path, surface.global_auth_path)
+            travelling = resolved if model else None
         except FastagentError as exc:
             model_error = model_error or exc.message
     channels, failures = inspect_channels(agent_dir)
@@ -187,12 +195,15 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     ships_git = (workspace / ".git").exists()
     apt = (["git"] if ships_git else []) + [p for p in config.deploy.apt if not (ships_git and p == "git")]
     prefix = "" if agent_dir == workspace else f"{agent_dir.name}/"
+    source = fastagent_source()
+    wheel = f"{prefix}{DIST_DIR}/{source.wheel_name}" if source.kind == "local" else None
     container = ContainerFacts(
         agent_prefix=prefix,
         port=config.http.port or DEFAULT_PORT,
         apt=tuple(apt),
         has_requirements=(agent_dir / REQUIREMENTS).is_file(),
         machinery_paths=tuple(_machinery_paths(workspace, surface.state_root, surface.auth_path)),
+        wheel=wheel,
     )
     return DeployFacts(
         agent_dir=agent_dir,
@@ -208,6 +219,8 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
         channels=channels,
         schedules=_stems(agent_dir / "schedules", ".toml"),
         ships_git=ships_git,
+        travelling_model=travelling,
+        fastagent=source,
     )
 
 
