@@ -164,6 +164,11 @@ class OpenedAgent:
         return self.surface.agent_dir
 
     @property
+    def name(self) -> str:
+        """What the agent is called where it is shown (chat header, web chat, startup lines)."""
+        return self.surface.name
+
+    @property
     def workspace(self) -> Path:
         return self.surface.workspace
 

@@ -60,6 +60,7 @@ INFO_KEYS = (
     "authPath",
     "credentialSource",
     "credentialPath",
+    "name",
 )
 _MCP_PROBE_TIMEOUT_S = 30.0
 
@@ -129,6 +130,7 @@ def info_document(
         "sessionsDir": str(surface.sessions_dir),
         "authPath": str(surface.auth_path),
         **_credential(surface),
+        "name": surface.name,
     }
     assert tuple(doc) == INFO_KEYS
     return doc
@@ -175,7 +177,7 @@ def _print_text(doc: dict[str, Any]) -> None:
     def line(label: str, value: str) -> None:
         click.echo(f"{label + ':' if label else '':<13} {value}")
 
-    line("agent", doc["agentDir"])
+    line("agent", f"{doc['name']} ({doc['agentDir']})")
     line("workspace", doc["workspace"])
     if doc["hint"]:
         line("hint", doc["hint"])

@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_AGENT_DIRNAME",
     "FoundAgent",
     "Placement",
+    "display_name",
     "find_agent_above",
     "resolve_placement",
 ]
@@ -99,6 +100,17 @@ def find_agent_above(
         if repo_root:
             return None
     return None
+
+
+def display_name(placement: Placement, configured: str | None = None) -> str:
+    """What the agent is called where it is shown: ``name`` in ``fastagent.toml``, else the
+    workspace's name for ``init``'s ``<workspace>/fastagent/`` layout, else the agent directory's."""
+    if configured:
+        return configured
+    agent_dir, workspace = placement.agent_dir, placement.workspace
+    if agent_dir != workspace and agent_dir.name == DEFAULT_AGENT_DIRNAME and workspace.name:
+        return workspace.name
+    return agent_dir.name
 
 
 def _hint(agent_dir: Path) -> str | None:

@@ -184,7 +184,9 @@ async def _starts(venv: Path, app: Path, env: dict[str, str], cmd: list[str]) ->
     server = ServerProcess(process)
     try:
         assert await server.port() == port
-        assert re.search(rf"agent: +{re.escape(str(app / 'fastagent'))}$", server.text, re.M), server.text
+        assert re.search(rf"agent: +bot \({re.escape(str(app / 'fastagent'))}\)$", server.text, re.M), (
+            server.text
+        )
         assert (await get(port))[0] == 200
         events = await invoke(port, "s1", "hello")
         assert events[-1].type == "completed", events
