@@ -65,11 +65,13 @@ def color(stream: Any = None) -> bool:
     return bool(getattr(target, "isatty", lambda: False)())
 
 
-def nearest_agent(_ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:
+def nearest_agent(ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:
     """DIR as given, or, when it holds no agent, the nearest agent above it (the way git finds its
     repository; see :func:`~fastagent_cli.definition.placement.find_agent_above`), said on stderr."""
     from fastagent_cli.definition.placement import find_agent_above
 
+    if ctx is not None and ctx.resilient_parsing:
+        return value  # shell completion: no lines on the user's prompt
     found = find_agent_above(value)
     if found is None:
         return value
