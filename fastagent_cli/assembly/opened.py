@@ -40,7 +40,7 @@ from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.inbox import EngineInbox
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.errors import FastagentError
-from fastagent_cli.models.credentials import CredentialSource
+from fastagent_cli.models.credentials import CredentialSource, missing_hint
 from fastagent_cli.models.http_pool import model_pool
 from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
@@ -171,6 +171,11 @@ class OpenedAgent:
         return self.surface.agent_dir
 
     @property
+    def name(self) -> str:
+        """What the agent is called where it is shown (chat header, web chat, startup lines)."""
+        return self.surface.name
+
+    @property
     def workspace(self) -> Path:
         return self.surface.workspace
 
@@ -237,6 +242,21 @@ class OpenedAgent:
         except FastagentError as exc:
             return f"cannot resolve: {exc.message}"
         return describe_credential(model, credential)
+
+    def missing_key(self) -> str | None:
+        """Why every turn on the default model would fail for want of a key (``None``: it has one,
+        or needs none): what a serving command warns about when it starts."""
+        try:
+            model = self._resolver.default()
+            credential = self._resolver.credential(model)
+        except FastagentError:
+            return None  # reported by auth_summary() on the auth line
+        if not credential.missing:
+            return None
+        return (
+            f"no API key for provider {model.provider}: {missing_hint(model)} "
+            f"(every turn on {self.model_spec} fails until it is set)"
+        )
 
     async def connect(self) -> None:
         """Connect the state database and apply its migrations (nothing to do on files): what a

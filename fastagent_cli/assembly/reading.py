@@ -37,7 +37,7 @@ from fastagent_cli.auth.paths import (
 from fastagent_cli.definition.config import FastagentConfig, load_config
 from fastagent_cli.definition.dotenv import load_dotenv
 from fastagent_cli.definition.live_tools import LiveTools
-from fastagent_cli.definition.placement import Placement, resolve_placement
+from fastagent_cli.definition.placement import Placement, display_name, resolve_placement
 from fastagent_cli.definition.prompt import DefinitionPrompt, LoadedDefinition
 from fastagent_cli.definition.schedules import ScheduleSet, load_schedules
 from fastagent_cli.definition.tools_loader import ToolSet, assemble_tools
@@ -195,6 +195,12 @@ class AgentSurface:
     @property
     def placement(self) -> Placement:
         return self.location.placement
+
+    @property
+    def name(self) -> str:
+        """What the agent is called where it is shown (``name`` in ``fastagent.toml``, else its
+        directory's, or the workspace's for ``init``'s ``<workspace>/fastagent/``)."""
+        return display_name(self.location.placement, self.config.name)
 
     @property
     def agent_dir(self) -> Path:

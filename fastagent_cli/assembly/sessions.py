@@ -28,7 +28,7 @@ from fastagent_cli.assembly.control.writes import write_settings
 from fastagent_cli.control import ActionResult
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import CredentialError, UsageError
+from fastagent_cli.errors import CredentialError, FastagentError, UsageError
 from fastagent_cli.messages import Message
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
@@ -159,7 +159,10 @@ class SessionPort:
         """An explicit model choice for ``session`` (``--model`` on ``invoke`` / ``chat``): it runs
         the next turn and is recorded as the session's model (``model_change``, and
         ``thinking_level_change`` for a ``:level`` suffix), unless the session records it already.
-        The session is created if new; busy: SessionError at once. Returns its settings."""
+        The session is created if new, unless the model cannot run (no key, no script): then nothing
+        is written and the turn reports why. Busy: SessionError at once. Returns its settings."""
+        if await self._store.read(session) is None and not self._runnable(spec):
+            return self.plan(self.defaults(), model=spec)[1]
 
         def decide(
             record: SessionRecord,
@@ -181,6 +184,18 @@ class SessionPort:
             return entries, result
 
         return await write_settings(self._engine, session, decide, create=True)
+
+    def _runnable(self, spec: str) -> bool:
+        """``spec`` has what a turn checks before it writes: a key when one is needed, a client
+        (a scripted model's script)."""
+        try:
+            model = self._models.resolve(spec)
+            if self._models.credential(model).missing:
+                return False
+            self._models.client_for(model)
+        except FastagentError:
+            return False
+        return True
 
     async def carry(self, session: str, settings: SessionSettings) -> None:
         """Write ``settings`` into ``session`` (created if new) where they differ from the agent's

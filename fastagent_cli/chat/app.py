@@ -164,7 +164,7 @@ class ChatApp:
         ctl = self.ctl
         head = Text.assemble(
             ("fastagent chat", "bold"),
-            (f" · {ctl.opened.agent_dir.name} · {ctl.model} · thinking {ctl.thinking}", "dim"),
+            (f" · {ctl.opened.name} · {ctl.model} · thinking {ctl.thinking}", "dim"),
         )
         self.console.print(head)
         if info.exists:

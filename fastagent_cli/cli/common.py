@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import click
@@ -17,6 +18,7 @@ __all__ = [
     "claim_stdout",
     "dir_argument",
     "model_option",
+    "nearest_agent",
     "run_async",
     "say",
     "sessions_dir_option",
@@ -63,9 +65,29 @@ def color(stream: Any = None) -> bool:
     return bool(getattr(target, "isatty", lambda: False)())
 
 
+def nearest_agent(ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:
+    """DIR as given, or, when it holds no agent, the nearest agent above it (the way git finds its
+    repository; see :func:`~fastagent_cli.definition.placement.find_agent_above`), said on stderr."""
+    from fastagent_cli.definition.placement import find_agent_above
+
+    if ctx is not None and ctx.resilient_parsing:
+        return value  # shell completion: no lines on the user's prompt
+    found = find_agent_above(value)
+    if found is None:
+        return value
+    below = "this directory" if Path(value).resolve() == Path.cwd().resolve() else str(Path(value).resolve())
+    say(f"[fastagent] agent: {found.agent_dir} (the nearest agent above {below})")
+    return str(found.target)
+
+
 def dir_argument(fn: F) -> F:
     return click.argument(
-        "directory", required=False, default=".", metavar="[DIR]", shell_complete=agent_dirs
+        "directory",
+        required=False,
+        default=".",
+        metavar="[DIR]",
+        shell_complete=agent_dirs,
+        callback=nearest_agent,
     )(fn)
 
 

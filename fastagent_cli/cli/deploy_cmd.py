@@ -72,6 +72,10 @@ def deploy(
         ensure_model(surface)  # a pick is written to fastagent.toml
     facts = facts_of(surface)
     preflight(facts, run=run, force=force, say=say)
+    if facts.container.wheel is not None:  # this fastagent is on no index: ship it
+        from fastagent_cli.deploy.wheel import write_wheel
+
+        write_wheel(facts.workspace, facts.container.wheel, facts.fastagent, say)
     if host != "fly" and (stop or no_scale_to_zero):
         say(f"[fastagent] warn: --stop and --no-scale-to-zero are for fly; ignored for {host}")
     if host != "railway" and into_linked:

@@ -62,6 +62,7 @@ INFO_KEYS = (
     "authPath",
     "credentialSource",
     "credentialPath",
+    "name",
 )
 _MCP_PROBE_TIMEOUT_S = 30.0
 
@@ -132,6 +133,7 @@ def info_document(
         "sessionsDir": str(surface.sessions_dir),
         "authPath": str(surface.auth_path),
         **_credential(surface),
+        "name": surface.name,
     }
     assert tuple(doc) == INFO_KEYS
     return doc
@@ -189,7 +191,7 @@ def _print_text(doc: dict[str, Any]) -> None:
     def line(label: str, value: str) -> None:
         click.echo(f"{label + ':' if label else '':<13} {value}")
 
-    line("agent", doc["agentDir"])
+    line("agent", f"{doc['name']} ({doc['agentDir']})")
     line("workspace", doc["workspace"])
     if doc["hint"]:
         line("hint", doc["hint"])
@@ -235,18 +237,49 @@ def _print_text(doc: dict[str, Any]) -> None:
         sys.stderr.write(f"[fastagent] warn: {warning}\n")
 
 
+def _check(surface: AgentSurface, as_json: bool) -> None:
+    from fastagent_cli.cli.info_check import find_problems
+
+    problems = find_problems(surface)
+    if as_json:
+        click.echo(json.dumps({"problems": [p.to_json() for p in problems]}, indent=2, ensure_ascii=False))
+    else:
+        for problem in problems:
+            click.echo(f"{problem.kind}: {problem.message}")
+        count = len(problems)
+        summary = f"{count} problem{'s' if count != 1 else ''}" if count else "no problems"
+        click.echo(f"{summary} found in {surface.agent_dir}", err=bool(count))
+    if problems:
+        raise SystemExit(1)
+
+
 @click.command(epilog=examples("info"))
 @dir_argument
 @click.option(
     "-j", "--json", "as_json", is_flag=True, help="Print one JSON document (see docs/info-json.md)."
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Only report problems start or a turn would hit, one line each; exit 1 when any (for CI).",
+)
 @model_option
 @sessions_dir_option
 @auth_path_option
 def info(
-    directory: str, as_json: bool, model: str | None, sessions_dir: str | None, auth_path: str | None
+    directory: str,
+    as_json: bool,
+    check: bool,
+    model: str | None,
+    sessions_dir: str | None,
+    auth_path: str | None,
 ) -> None:
-    """Show what the agent in DIR (default .) assembles into, without serving it."""
+    """Show what the agent in DIR (default .) assembles into, without serving it.
+
+    --check reports instead every problem start would refuse or a turn would hit (no key, a
+    broken tool file, an MCP server that does not start, an invalid schedule, a channel without
+    its token), one line each, and exits 1 when it finds any.
+    """
     from fastagent_cli.assembly import inspect_agent_dir
     from fastagent_cli.cli.common import run_async
 
@@ -254,6 +287,9 @@ def info(
     surface = inspect_agent_dir(directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path)
     definition = surface.definition()
     mcp_tools = run_async(_probe_mcp(surface))
+    if check:
+        _check(surface, as_json)
+        return
     doc = info_document(surface, definition, mcp_tools)
     if as_json:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))

@@ -3,6 +3,7 @@
 Every key is optional; an unknown key is an error naming the key, the file and the valid keys, and
 a TOML syntax error names the file, line and column::
 
+    name = "support-bot"               # shown in chat, web chat, startup lines (default: the dir's)
     model = "anthropic/claude-sonnet-4-5"
     thinking_level = "medium"          # off|minimal|low|medium|high|xhigh|max
     coding_tools = true                # or false, or ["read", "bash"]
@@ -218,6 +219,16 @@ class FastagentConfig(_Strict):
     claude_code_sessions: bool = False
     state_backend: Literal["files", "postgres"] | None = None
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    name: str | None = None
+    """What the chat header, the web chat and the startup lines call the agent (default: its
+    directory's name, or the workspace's for ``init``'s ``<workspace>/fastagent/``)."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or len(value) > 64 or not value.isprintable()):
+            raise ValueError("must be a non-empty line of at most 64 printable characters")
+        return value
 
     @field_validator("code_mode", mode="before")
     @classmethod

@@ -5,6 +5,12 @@ otherwise exactly one direct child holding one is the agent (one level down, nev
 ``FASTAGENT_AGENT=<name>`` asserts which child (a missing name refuses, even with one agent);
 among several, the child named ``fastagent`` wins; otherwise placement refuses and lists them.
 Every refusal is one line that says what to do.
+
+:func:`find_agent_above` is how a command run from below an agent finds it, the way git finds its
+repository: the nearest ancestor that is an agent, or that holds its agent in ``fastagent/``
+(``init``'s layout), stopping at the repository root (a directory holding ``.git``) or the
+filesystem root. Inside ``init``'s layout (``<workspace>/fastagent/...``) the workspace is
+``<workspace>``, as when the command runs there.
 """
 
 from __future__ import annotations
@@ -17,7 +23,15 @@ from pathlib import Path
 from fastagent_cli.definition.config import CONFIG_NAME
 from fastagent_cli.errors import PlacementError
 
-__all__ = ["CONTAINED_DIRS", "DEFAULT_AGENT_DIRNAME", "Placement", "resolve_placement"]
+__all__ = [
+    "CONTAINED_DIRS",
+    "DEFAULT_AGENT_DIRNAME",
+    "FoundAgent",
+    "Placement",
+    "display_name",
+    "find_agent_above",
+    "resolve_placement",
+]
 
 DEFAULT_AGENT_DIRNAME = "fastagent"
 CONTAINED_DIRS = ("skills", "tools", "channels", "schedules")
@@ -40,6 +54,63 @@ def _enclosing_agent(start: Path) -> Path | None:
         if _is_agent(parent):
             return parent
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class FoundAgent:
+    """Where a walk up from ``start`` led: the directory to read (``target``) and its agent."""
+
+    target: Path
+    agent_dir: Path
+
+
+def _holds_agent(path: Path) -> bool:
+    """``path`` is an agent, or holds one directly below it (what placement would look at)."""
+    if _is_agent(path):
+        return True
+    try:
+        return any(c.is_dir() and not c.name.startswith(".") and _is_agent(c) for c in path.iterdir())
+    except OSError:
+        return False
+
+
+def find_agent_above(
+    directory: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> FoundAgent | None:
+    """The nearest agent above ``directory`` when ``directory`` itself holds none (``None`` when
+    it does, when it is not a directory, or when no ancestor up to the repository root holds one)."""
+    environ = os.environ if env is None else env
+    wanted = environ.get("FASTAGENT_AGENT") or None
+    start = Path(os.path.expanduser(os.fspath(directory)))
+    if not start.is_dir():
+        return None
+    start = start.resolve()
+    if _holds_agent(start) or (start / ".git").exists():
+        return None
+    nested = wanted or DEFAULT_AGENT_DIRNAME
+    for parent in start.parents:
+        repo_root = (parent / ".git").exists()
+        if _is_agent(parent):
+            workspace = parent.parent
+            if parent.name == nested and not repo_root and workspace != parent and not _is_agent(workspace):
+                return FoundAgent(workspace, parent)  # init's layout: <workspace>/fastagent/
+            return FoundAgent(parent, parent)
+        if _is_agent(parent / nested):
+            return FoundAgent(parent, parent / nested)
+        if repo_root:
+            return None
+    return None
+
+
+def display_name(placement: Placement, configured: str | None = None) -> str:
+    """What the agent is called where it is shown: ``name`` in ``fastagent.toml``, else the
+    workspace's name for ``init``'s ``<workspace>/fastagent/`` layout, else the agent directory's."""
+    if configured:
+        return configured
+    agent_dir, workspace = placement.agent_dir, placement.workspace
+    if agent_dir != workspace and agent_dir.name == DEFAULT_AGENT_DIRNAME and workspace.name:
+        return workspace.name
+    return agent_dir.name
 
 
 def _hint(agent_dir: Path) -> str | None:

@@ -14,7 +14,7 @@ from typing import Literal, TypeAlias
 
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.definition.live_tools import LiveTools
-from fastagent_cli.definition.placement import Placement
+from fastagent_cli.definition.placement import Placement, display_name
 from fastagent_cli.definition.prompt import LoadedDefinition
 from fastagent_cli.definition.schedules import ScheduleSet
 from fastagent_cli.definition.tools_loader import ToolSet
@@ -71,7 +71,11 @@ def summary_rows(
     tools = live.mounted()
     listed = [t.name for t in tools if not t.deferred]
     deferred = [t.name for t in tools if t.deferred]
-    rows: list[SummaryRow] = [("agent", str(placement.agent_dir)), ("workspace", str(placement.workspace))]
+    name = display_name(placement, config.name)
+    rows: list[SummaryRow] = [
+        ("agent", f"{name} ({placement.agent_dir})"),
+        ("workspace", str(placement.workspace)),
+    ]
     if placement.hint:
         rows.append((None, placement.hint))
     rows.append(("config", str(placement.config_path)))

@@ -12,6 +12,7 @@ the way that is not a directory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -54,9 +55,16 @@ def _template(name: str) -> str:
     return (resources.files("fastagent_cli") / "data" / "templates" / name).read_text(encoding="utf-8")
 
 
-def template_files(*, minimal: bool = False, model: str | None = None) -> dict[str, str]:
-    """The files of a new agent, by path relative to the agent dir."""
+def template_files(
+    *, minimal: bool = False, model: str | None = None, name: str | None = None
+) -> dict[str, str]:
+    """The files of a new agent, by path relative to the agent dir (``name``: written as the
+    agent's name, the directory the user named)."""
     files = {rel: _template(src) for rel, src in _TEMPLATES.items()}
+    if name:
+        files[CONFIG_NAME] = files[CONFIG_NAME].replace(
+            '# name = "my-agent"', f"name = {json.dumps(name)}", 1
+        )
     if minimal:
         del files["tools/fetch_url.py"]
     if model:
@@ -131,7 +139,9 @@ def scaffold(
     elif "/" in name or "\\" in name or name in ("..", "") or name.startswith("."):
         raise UsageError(f"--agent-dir takes a plain directory name, not {name!r}")
     agent_dir = workspace if flat else workspace / name
-    files = template_files(minimal=minimal, model=model)
+    shown = workspace.resolve().name
+    valid = bool(shown.strip()) and len(shown) <= 64 and shown.isprintable()
+    files = template_files(minimal=minimal, model=model, name=shown if valid else None)
     _preflight(workspace, agent_dir, flat, files)
     made = _make_dirs(workspace)
     try:

@@ -1,8 +1,10 @@
 """The portable container: ``Dockerfile`` and its ``.dockerignore``, the same for every host.
 
 The image bakes the whole workspace at ``/app`` (what you see is what ships), installs this
-version of fastagent from PyPI on a slim Python base (``--build-arg FASTAGENT_PIP_SPEC=...`` points
-it elsewhere: a wheel URL, a git URL, a private index), then the agent's own ``requirements.txt``
+version of fastagent on a slim Python base, from the package index, or, when this machine's
+fastagent came from elsewhere (a checkout, a local wheel), from the wheel deploy ships in the build
+context (:mod:`.wheel`); ``--build-arg FASTAGENT_PIP_SPEC=...`` points it elsewhere (a wheel URL,
+a git URL, a private index). Then the agent's own ``requirements.txt``
 when it has one, and runs ``fastagent start /app --bind 0.0.0.0`` on ``$PORT``. The bind is
 explicit: a container is reached through its published port, never its loopback.
 """
@@ -33,6 +35,8 @@ class ContainerFacts:
     machinery_paths: tuple[str, ...] = ()
     """State or credential paths inside the context that the name rules miss (a relocated
     ``FASTAGENT_STATE_DIR`` / ``FASTAGENT_AUTH_PATH``); excluded by path."""
+    wheel: str | None = None
+    """The fastagent wheel deploy ships in the context (its path there), when no index has it."""
 
 
 def _dockerfile(facts: ContainerFacts) -> str:
@@ -53,13 +57,21 @@ def _dockerfile(facts: ContainerFacts) -> str:
             f" && apt-get install -y --no-install-recommends {' '.join(facts.apt)} \\",
             " && rm -rf /var/lib/apt/lists/*",
         ]
-    lines += [
-        "ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1",
-        "# fastagent, pinned to the version that generated this file.",
-        f'ARG FASTAGENT_PIP_SPEC="{PIP_SPEC}"',
-        'RUN pip install "$FASTAGENT_PIP_SPEC"',
-        "WORKDIR /app",
-    ]
+    lines.append("ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1")
+    if facts.wheel is not None:
+        name = facts.wheel.rsplit("/", 1)[-1]
+        lines += [
+            "# fastagent as the machine that generated this file runs it (no package index has it): the",
+            "# wheel deploy wrote into the build context. Its dependencies come from the index.",
+            f"COPY {facts.wheel} /tmp/fastagent-dist/",
+            f'ARG FASTAGENT_PIP_SPEC="/tmp/fastagent-dist/{name}"',
+        ]
+    else:
+        lines += [
+            "# fastagent, pinned to the version that generated this file.",
+            f'ARG FASTAGENT_PIP_SPEC="{PIP_SPEC}"',
+        ]
+    lines += ['RUN pip install "$FASTAGENT_PIP_SPEC"', "WORKDIR /app"]
     if prefix:  # the agent this image is for, even when the workspace holds several
         lines.append(f"ENV FASTAGENT_AGENT={prefix.rstrip('/')}")
     if facts.has_requirements:

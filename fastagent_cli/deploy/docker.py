@@ -182,10 +182,7 @@ def model_auth_lines(facts: DeployFacts) -> list[str]:
             "# this agent (`fastagent login <provider> <agent dir>`) or set the key in .env before --run.",
         ]
     if auth.kind == "none":
-        wanted = auth.env_name or "the provider's API key"
-        return [
-            f"# Model auth: none found here. Set {wanted} (or run `fastagent login`) before --run.",
-        ]
+        return [f"# Model auth: none found here: {auth.needs} before --run."]
     if auth.kind == "definition":
         return [
             "# Model auth: models.json carries the key (a literal or a !command): it travels in the image."

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Literal
 from fastagent_cli.definition.channel_files import InspectedChannel, inspect_channels
 from fastagent_cli.definition.config import FastagentConfig
 from fastagent_cli.deploy.container import REQUIREMENTS, ContainerFacts
+from fastagent_cli.deploy.wheel import DIST_DIR, FastagentSource, fastagent_source
 from fastagent_cli.errors import ConfigError, FastagentError
+from fastagent_cli.models.credentials import env_reference
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
@@ -84,6 +86,11 @@ class ModelAuth:
     global_file: Path | None = None
     """``none``: the credential this machine uses lives only in the global
     ``~/.fastagent/auth.json``, which deploy does not carry (it holds every agent's logins)."""
+    origin: str | None = None
+    """``env``: where the variable is named, when ``models.json`` names it (``models.json
+    providers.<name> apiKey``)."""
+    needs: str = "set the provider's API key (or run `fastagent login`)"
+    """``none``: what to do, as the plan and the gates say it (naming the variable when there is one)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +110,10 @@ class DeployFacts:
     channels: list[InspectedChannel] = field(default_factory=list)
     schedules: list[str] = field(default_factory=list)
     ships_git: bool = False
+    travelling_model: ModelInfo | None = None
+    """``model`` in ``fastagent.toml``, resolved (``None`` when absent or unknown)."""
+    fastagent: FastagentSource = field(default_factory=fastagent_source)
+    """Where this machine's fastagent came from: the image installs the same one."""
 
     @property
     def agent_prefix(self) -> str:
@@ -141,7 +152,9 @@ class DeployFacts:
         """Every secret name the host needs, model key first, each once."""
         specs: list[SecretSpec] = []
         if self.model_auth.kind == "env" and self.model_auth.env_name:
-            specs.append(SecretSpec(self.model_auth.env_name, "your model provider key"))
+            origin = self.model_auth.origin
+            hint = f"your model provider key (named by {origin})" if origin else "your model provider key"
+            specs.append(SecretSpec(self.model_auth.env_name, hint))
         for channel in self.channels:
             for spec in CHANNEL_SECRETS.get(channel.name, ()):
                 if not (spec.webhook_only and channel.long_connection):
@@ -168,9 +181,12 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     model_error = surface.model_error if model and surface.model_source == "fastagent.toml" else None
     auth = ModelAuth("none")
     probe = model or surface.model_spec
+    travelling: ModelInfo | None = None
     if probe:
         try:
-            auth = _model_auth(surface.registry.resolve(probe), surface.auth_path, surface.global_auth_path)
+            resolved = surface.registry.resolve(probe)
+            auth = _model_auth(resolved, surface.auth_path, surface.global_auth_path)
+            travelling = resolved if model else None
         except FastagentError as exc:
             model_error = model_error or exc.message
     channels, failures = inspect_channels(agent_dir)
@@ -179,12 +195,15 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
     ships_git = (workspace / ".git").exists()
     apt = (["git"] if ships_git else []) + [p for p in config.deploy.apt if not (ships_git and p == "git")]
     prefix = "" if agent_dir == workspace else f"{agent_dir.name}/"
+    source = fastagent_source()
+    wheel = f"{prefix}{DIST_DIR}/{source.wheel_name}" if source.kind == "local" else None
     container = ContainerFacts(
         agent_prefix=prefix,
         port=config.http.port or DEFAULT_PORT,
         apt=tuple(apt),
         has_requirements=(agent_dir / REQUIREMENTS).is_file(),
         machinery_paths=tuple(_machinery_paths(workspace, surface.state_root, surface.auth_path)),
+        wheel=wheel,
     )
     return DeployFacts(
         agent_dir=agent_dir,
@@ -200,6 +219,8 @@ def facts_of(surface: AgentSurface) -> DeployFacts:
         channels=channels,
         schedules=_stems(agent_dir / "schedules", ".toml"),
         ships_git=ships_git,
+        travelling_model=travelling,
+        fastagent=source,
     )
 
 
@@ -216,21 +237,28 @@ def _model_auth(info: ModelInfo, auth_path: Path, global_path: Path | None = Non
             return ModelAuth("env", name)
     if info.api_key is not None:
         value = info.api_key.strip()
-        if value.startswith("${") and value.endswith("}"):
-            return ModelAuth("env", value[2:-1])
-        if value.startswith("$"):
-            return ModelAuth("env", value[1:])
+        where = f"models.json providers.{info.provider} apiKey"
+        named = env_reference(value)
+        if named is not None:
+            return ModelAuth("env", named, origin=where)
         if _ENV_NAME.match(value) and value in os.environ:
             return ModelAuth("env", value)
         return ModelAuth("definition")  # a literal key or a !command travels in the image
     if info.key_optional:
         return ModelAuth("not_needed")
     wanted = info.api_key_env[0] if info.api_key_env else None
+    login = f"`fastagent login {info.provider} <agent dir>`"
+    if wanted is not None:
+        needs = f"set {wanted} (or run {login})"
+    elif info.oauth:
+        needs = f"run {login}"
+    else:
+        needs = f'add an apiKey to models.json providers.{info.provider} (e.g. "$VAR", then set VAR)'
     if global_path is not None and global_path != auth_path:
         entry = AuthStore(global_path).read().get(info.provider)
         if entry and (entry.get("key") or entry.get("type") == "oauth"):
-            return ModelAuth("none", wanted, global_file=global_path)
-    return ModelAuth("none", wanted)
+            return ModelAuth("none", wanted, global_file=global_path, needs=needs)
+    return ModelAuth("none", wanted, needs=needs)
 
 
 def _machinery_paths(workspace: Path, state_root: Path, auth_path: Path) -> list[str]:

@@ -12,16 +12,20 @@ channels; what keeps a machine running.
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from fastagent_cli.deploy.artifacts import is_generated
+from fastagent_cli.deploy.container import PIP_SPEC
 from fastagent_cli.deploy.dockerignore import DockerIgnore
 from fastagent_cli.deploy.facts import CHANNEL_SECRETS, DeployFacts
 from fastagent_cli.errors import DeployError
 
-__all__ = ["Preflight", "preflight"]
+__all__ = ["Preflight", "loopback_urls", "preflight"]
 
 _WILDCARDS = ("0.0.0.0", "::")
 
@@ -67,6 +71,13 @@ def preflight(facts: DeployFacts, *, run: bool, force: bool, say: Callable[[str]
                 else f'route channel "{channel.name}" is custom: configure its secrets ([deploy] secrets) '
                 "and its webhook yourself (or give it a register_webhook(public_url) hook)"
             )
+    _fastagent(facts, check, force)
+    for where, url in loopback_urls(facts):
+        check.warn(
+            f"{where} is {url}: inside the container that is the container itself, not this machine. "
+            "Point it at an address the box can reach (local Docker: host.docker.internal, which on "
+            'Linux needs extra_hosts: ["host.docker.internal:host-gateway"] on the agent service)'
+        )
     reasons = facts.keep_running_reasons()
     if reasons:
         check.note(f"keep one machine running: {'; '.join(reasons)}")
@@ -87,6 +98,74 @@ def preflight(facts: DeployFacts, *, run: bool, force: bool, say: Callable[[str]
         )
     )
     return check
+
+
+def _fastagent(facts: DeployFacts, check: Preflight, force: bool) -> None:
+    source = facts.fastagent
+    if source.kind == "binary":
+        check.warn(
+            f"this fastagent is the standalone binary: the image installs {PIP_SPEC} from the package "
+            "index; if the index lacks it, build with --build-arg FASTAGENT_PIP_SPEC=<wheel or git URL>"
+        )
+        return
+    if facts.container.wheel is None:
+        return
+    check.note(
+        f"the image installs the fastagent this machine runs ({source.version}, from {source.where}; "
+        f"no package index has it): deploy ships it as {facts.container.wheel} in the build context. "
+        "Re-run deploy after changing fastagent"
+    )
+    rel = f"{facts.agent_prefix}Dockerfile"
+    text = _read(facts.workspace / rel)
+    if (
+        text is not None
+        and f'FASTAGENT_PIP_SPEC="{PIP_SPEC}"' in text
+        and not (force and is_generated(rel, text))
+    ):
+        check.gate(
+            f"your kept {rel} installs {PIP_SPEC} from the package index, which does not have it: "
+            + (
+                "re-run with --force to regenerate it"
+                if is_generated(rel, text)
+                else f"install {facts.container.wheel} instead (COPY it in, then pip install it)"
+            )
+        )
+
+
+def loopback_urls(facts: DeployFacts) -> list[tuple[str, str]]:
+    """``(where, url)`` of every provider URL that ships and names this machine's loopback: the
+    agent's ``models.json`` providers, and the travelling model's provider."""
+    found: list[tuple[str, str]] = []
+    try:
+        doc = json.loads((facts.agent_dir / "models.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = {}
+    providers = doc.get("providers") if isinstance(doc, dict) else None
+    for name, provider in (providers or {}).items() if isinstance(providers, dict) else ():
+        url = provider.get("baseUrl") if isinstance(provider, dict) else None
+        if isinstance(url, str) and _loopback(url):
+            found.append((f"models.json providers.{name} baseUrl", url))
+    model = facts.travelling_model
+    listed = {where for where, _ in found}
+    if (
+        model is not None
+        and model.base_url
+        and _loopback(model.base_url)
+        and f"models.json providers.{model.provider} baseUrl" not in listed
+    ):
+        found.append((f"the model {model.spec}'s provider URL", model.base_url))
+    return found
+
+
+def _loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _model(facts: DeployFacts, check: Preflight) -> None:

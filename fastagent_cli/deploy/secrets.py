@@ -31,6 +31,8 @@ class SecretValues:
     """No key in the environment, no stored credential, none in the definition."""
     global_credential: Path | None = None
     """The credential this machine uses is only in this global file, which deploy does not carry."""
+    credential_needs: str = "set the provider's API key (or run `fastagent login`)"
+    """What to do when ``needs_model_credential`` (naming the variable when there is one)."""
 
 
 def assemble_secrets(facts: DeployFacts, env: Mapping[str, str] | None = None) -> SecretValues:
@@ -52,6 +54,7 @@ def assemble_secrets(facts: DeployFacts, env: Mapping[str, str] | None = None) -
     elif auth.kind == "none":
         out.needs_model_credential = True
         out.global_credential = auth.global_file
+        out.credential_needs = auth.needs
     return out
 
 
@@ -66,8 +69,8 @@ def require_values(secrets: SecretValues) -> None:
         )
     if secrets.needs_model_credential:
         raise DeployError(
-            "deploy stopped: no model credential: run `fastagent login`, or set the provider's API key in "
-            ".env (or the environment), then re-run"
+            f"deploy stopped: no model credential: {secrets.credential_needs} (a variable goes in .env "
+            "or the environment), then re-run"
         )
     if secrets.missing:
         raise DeployError(

@@ -269,9 +269,16 @@ class EngineAgent:
         for tool in offered:
             tools.setdefault(tool.name, tool)
         inherit = Inheritance(scope.parent_session, scope.branch_hints) if scope.parent_session else None
-        record = await self.config.sessions.open_or_create(scope.session, inherit)
+        store = self.config.sessions
+        existing = await store.open_if_exists(scope.session)
+        if existing is None and inherit is None:
+            # A new session: a turn refused for configuration (no key, unknown script) writes nothing.
+            bound = await self.bind_model(None)
+            record = await store.open_or_create(scope.session)
+        else:
+            record = existing or await store.open_or_create(scope.session, inherit)
+            bound = await self.bind_model(record)
         context = record.context()
-        bound = await self.bind_model(record)
         request = ModelRequest(
             model=bound.model,
             system=self.config.system_prompt(),
@@ -296,9 +303,9 @@ class EngineAgent:
             tool_timeout=self.config.tool_timeout,
         )
 
-    async def bind_model(self, record: SessionRecord) -> BoundModel:
+    async def bind_model(self, record: SessionRecord | None) -> BoundModel:
         """The session's model (overrides applied, thinking clamped), its key and its client;
-        CredentialError when no usable key exists."""
+        CredentialError when no usable key exists (``record`` ``None``: a session not created yet)."""
         settings = self.settings_of(record)
         if settings.ignored_model is not None:
             log.warning(

@@ -39,6 +39,7 @@ __all__ = [
     "Credential",
     "CredentialSource",
     "credential_files",
+    "env_reference",
     "FileCredentials",
     "missing_hint",
     "prime_api_key",
@@ -84,9 +85,22 @@ class Credential:
         return self.expires is not None and now_ms >= self.expires
 
 
+def env_reference(value: str) -> str | None:
+    """The variable a ``models.json`` ``apiKey`` of ``$VAR`` or ``${VAR}`` names (else ``None``)."""
+    name = value[2:-1] if value.startswith("${") and value.endswith("}") else value[1:]
+    return name if value.startswith("$") and _ENV_NAME.match(name) else None
+
+
 def missing_hint(model: ModelInfo) -> str:
     """What to do when no credential was found: the variables to set and/or the login to run."""
     login = f"run `fastagent login {model.provider}`"
+    if model.api_key is not None:
+        where = f"models.json providers.{model.provider} apiKey"
+        name = env_reference(model.api_key.strip())
+        if name is not None:
+            return f"{name} is not set ({where}): set it in the environment or the agent's .env, or {login}"
+        if model.api_key.startswith("!"):
+            return f"the command in {where} printed nothing: fix it, or {login}"
     if model.api_key_env:
         return f"set {' or '.join(model.api_key_env)}, or {login}"
     if model.oauth:

@@ -311,7 +311,7 @@ async def open_agent_service(
         mounts: dict[str, Handler] = {}
         if chat.served:
             opened.enable_session_control()  # the page renames, forks, deletes and sets the model
-            routes[WEB_CHAT_KEY], mounts[WEB_CHAT_PREFIX] = web_chat_handlers()
+            routes[WEB_CHAT_KEY], mounts[WEB_CHAT_PREFIX] = web_chat_handlers(opened.name)
         if opened.session_control:
             if control_token:
                 access = ControlAccess(control_token, minted=False)

@@ -105,6 +105,9 @@ def startup_report(
         if row[0] == "model":
             report.lines.append(auth_line(service))
     report.warnings += service.opened.diagnostics()
+    missing_key = service.opened.missing_key()
+    if missing_key is not None:
+        report.warnings.append(missing_key)
     report.lines.append(_row("state", service.opened.backend.describe()))
     report.lines.append(_channels_line(service))
     routes = [key for key in service.routes if key != WEB_CHAT_KEY or not service.web_chat.served]

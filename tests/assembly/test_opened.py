@@ -99,7 +99,7 @@ def test_opened_agent_exposes_the_loaded_definition(tmp_path: Path) -> None:
     assert [c.name for c in opened.tool_collisions] == ["read"]
     assert [f.source for f in opened.tool_failures] == ["tools/bad.py"]
     lines = opened.startup_lines()
-    assert lines[:2] == [f"agent:     {root}/repo/ws/fastagent", f"workspace: {root}/repo/ws"]
+    assert lines[:2] == [f"agent:     ws ({root}/repo/ws/fastagent)", f"workspace: {root}/repo/ws"]
     assert "deferred:  weather (activated via search_tools)" in lines
     assert "warn: tools/bad.py: ZeroDivisionError: division by zero (skipped)" in lines
     assert any(

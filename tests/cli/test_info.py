@@ -97,7 +97,7 @@ def test_text_output(tmp_path: Path, run_cli: RunCli) -> None:
     done = run_cli("info", str(agent), "--model", "scripted/echo")
     assert done.returncode == 0
     lines = done.stdout.splitlines()
-    assert lines[0] == f"agent:        {agent.resolve()}"
+    assert lines[0] == f"agent:        agent ({agent.resolve()})"
     assert "model:        scripted/echo (from --model)" in lines
     assert "tools:        read (coding), search_tools (builtin search_tools)" in lines
     assert "deferred:     later (activated via search_tools)" in lines

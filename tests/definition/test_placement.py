@@ -6,7 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from fastagent_cli.definition.placement import resolve_placement
+from fastagent_cli.errors import PlacementError
 from tests.conftest import RunCli
 
 
@@ -90,11 +93,19 @@ def test_no_agent_says_run_init(tmp_path: Path, run_cli: RunCli) -> None:
     assert "no agent in" in line and "run `fastagent init`" in line
 
 
-def test_inside_an_agent_but_not_at_its_root_says_cd(tmp_path: Path, run_cli: RunCli) -> None:
+def test_inside_an_agent_but_not_at_its_root_walks_up_to_it(tmp_path: Path, run_cli: RunCli) -> None:
     agent = _agent(tmp_path / "flat")
     (agent / "skills" / "x").mkdir(parents=True)
-    line = _refused(run_cli, "invoke", "hi", str(agent / "skills" / "x"))
-    assert f"is inside the agent at {agent.resolve()}, not at its root: cd {agent.resolve()}" in line
+    done = run_cli("invoke", "hi", str(agent / "skills" / "x"))
+    assert done.returncode == 0, done.stderr
+    assert f"[fastagent] agent: {agent.resolve()} (the nearest agent above" in done.stderr
+
+
+def test_the_library_still_refuses_below_an_agent(tmp_path: Path) -> None:
+    agent = _agent(tmp_path / "flat")
+    (agent / "skills" / "x").mkdir(parents=True)
+    with pytest.raises(PlacementError, match="is inside the agent at .*, not at its root"):
+        resolve_placement(agent / "skills" / "x", {})  # the CLI walks up; the library says where to point
 
 
 def test_never_walks_upward_or_two_levels_down(tmp_path: Path, run_cli: RunCli) -> None:

@@ -34,7 +34,7 @@ def test_plan_writes_artifacts_prints_the_runbook_and_starts_nothing(
     assert "[fastagent] wrote fastagent/Dockerfile" in done.stderr and "[fastagent]" not in done.stdout
     assert fake_clis.calls() == []  # plan mode never runs docker
     for value in SECRETS.values():  # values never land in a file
-        assert all(value not in p.read_text() for p in ws.rglob("*") if p.is_file())
+        assert all(value.encode() not in p.read_bytes() for p in ws.rglob("*") if p.is_file())
 
 
 def test_run_builds_waits_for_health_and_keeps_secrets_off_argv(

@@ -53,12 +53,13 @@ def test_no_model_credential_gates_run(tmp_path: Path, run_cli: RunCli, fake_cli
     fake_clis.answer("docker", ["compose", "version"], "Docker Compose version v2.29.1\n")
     plan = run_cli("deploy", "docker", str(ws))
     assert (
-        "# Model auth: none found here. Set OPENAI_API_KEY (or run `fastagent login`) before --run."
-        in plan.stdout
+        "# Model auth: none found here: set OPENAI_API_KEY (or run `fastagent login openai <agent dir>`) "
+        "before --run." in plan.stdout
     )
     done = run_cli("deploy", "docker", str(ws), "--run")
     assert _last_error(done.stderr).startswith(
-        "Error: deploy stopped: no model credential: run `fastagent login`"
+        "Error: deploy stopped: no model credential: set OPENAI_API_KEY (or run `fastagent login openai "
+        "<agent dir>`) (a variable goes in .env or the environment), then re-run"
     )
 
 

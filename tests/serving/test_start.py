@@ -38,7 +38,7 @@ async def test_start_serves_invoke_and_health_and_says_how(make_agent: AgentFact
         assert answer(await invoke(port, "s1", "hello")) == "echo: hello"
         text = server.text
         for label, value in (
-            ("agent", str(agent)),
+            ("agent", f"agent ({agent})"),
             ("workspace", str(agent)),
             ("config", str(agent / "fastagent.toml")),
             ("model", "scripted/echo (from fastagent.toml)"),

@@ -22,6 +22,7 @@ moves it to the tab's session storage and removes it from the address bar.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -32,9 +33,23 @@ from fastagent_cli.assembly import OpenedAgent
 from fastagent_cli.errors import ServeError
 from fastagent_cli.serving.body import text_response
 from fastagent_cli.serving.router import Handler, RouteKey, parse_route_key, path_of
-from fastagent_cli.serving.webchat.assets import CONTENT_SECURITY_POLICY, INDEX, load_assets, serve_asset
+from fastagent_cli.serving.webchat.assets import (
+    CONTENT_SECURITY_POLICY,
+    INDEX,
+    Asset,
+    load_assets,
+    serve_asset,
+)
 
-__all__ = ["WEB_CHAT_KEY", "WEB_CHAT_PREFIX", "WebChat", "plan_web_chat", "web_chat_handlers", "web_chat_url"]
+__all__ = [
+    "WEB_CHAT_KEY",
+    "WEB_CHAT_PREFIX",
+    "WebChat",
+    "named_page",
+    "plan_web_chat",
+    "web_chat_handlers",
+    "web_chat_url",
+]
 
 WEB_CHAT_KEY = "GET /"
 WEB_CHAT_PREFIX = "/webchat"
@@ -84,10 +99,21 @@ def plan_web_chat(opened: OpenedAgent, channel_routes: Iterable[str], default: b
     return WebChat(True)
 
 
-def web_chat_handlers() -> tuple[Handler, Handler]:
-    """``(page, files)``: the ``GET /`` route and the handler mounted on :data:`WEB_CHAT_PREFIX`."""
+def named_page(body: bytes, name: str) -> bytes:
+    """The page's document naming the agent: its header (``.brand``) and the tab's title."""
+    shown = html.escape(name).encode("utf-8")
+    return body.replace(
+        b"<title>fastagent</title>", b"<title>" + shown + b" \xc2\xb7 fastagent</title>", 1
+    ).replace(
+        b'<span class="brand">fastagent</span>', b'<span class="brand" id="brand">' + shown + b"</span>", 1
+    )
+
+
+def web_chat_handlers(name: str = "fastagent") -> tuple[Handler, Handler]:
+    """``(page, files)``: the ``GET /`` route and the handler mounted on :data:`WEB_CHAT_PREFIX`;
+    the page names the agent ``name``."""
     assets = load_assets()
-    index = assets[INDEX]
+    index = Asset.of(INDEX, named_page(assets[INDEX].body, name))
 
     async def page(request: web.BaseRequest) -> web.StreamResponse:
         return serve_asset(request, index, _PAGE_HEADERS)

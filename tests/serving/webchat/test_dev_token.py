@@ -81,4 +81,4 @@ async def test_start_names_where_the_token_is_and_never_prints_it(make_agent: Ag
             aiohttp.ClientSession() as http,
             http.get(f"http://127.0.0.1:{port}/") as response,
         ):
-            assert response.status == 200 and "<title>fastagent</title>" in await response.text()
+            assert response.status == 200 and "<title>agent · fastagent</title>" in await response.text()

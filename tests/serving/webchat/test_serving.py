@@ -18,6 +18,7 @@ from fastagent_cli.errors import ConfigError, ServeError
 from fastagent_cli.serving.host import serve
 from fastagent_cli.serving.service import AgentService, create_agent_service
 from fastagent_cli.serving.startup import startup_report
+from fastagent_cli.serving.webchat import named_page
 from fastagent_cli.serving.webchat.assets import CONTENT_SECURITY_POLICY, load_assets
 from tests.conftest import AgentFactory
 
@@ -74,7 +75,9 @@ async def test_dev_serves_the_page_its_files_and_the_plane_it_needs(make_agent: 
             "script-src 'self'" in CONTENT_SECURITY_POLICY and "connect-src 'self'" in CONTENT_SECURITY_POLICY
         )
         assert headers["X-Frame-Options"] == "DENY" and headers["Referrer-Policy"] == "no-referrer"
-        assert headers["Cache-Control"] == "no-cache" and body == (WEB / "index.html").read_bytes()
+        page = named_page((WEB / "index.html").read_bytes(), "agent")  # the page names the agent
+        assert headers["Cache-Control"] == "no-cache" and body == page
+        assert b"<title>agent \xc2\xb7 fastagent</title>" in body
         status, headers, body = await get("/webchat/js/app.js")
         assert status == 200 and headers["Content-Type"] == "text/javascript; charset=utf-8"
         assert body == (WEB / "js" / "app.js").read_bytes()

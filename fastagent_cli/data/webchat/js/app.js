@@ -125,7 +125,7 @@ function chrome() {
   const row = page.rows.find((r) => r.session === model.id);
   const title = model.state.name || (row && titleOf(row)) || "New conversation";
   $("title").textContent = title;
-  document.title = `${title} · fastagent`;
+  document.title = `${title} · ${$("brand")?.textContent || "fastagent"}`;
   const running = model.running;
   page.composer.setRunning(running);
   $("send").textContent = running ? "Steer" : "Send";
