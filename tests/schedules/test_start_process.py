@@ -155,7 +155,7 @@ async def test_a_dev_restart_mid_turn_does_not_fire_the_slot_twice(agent: Path) 
         await dev.wait_for(r"\[schedule\] daily firing", within=30)  # the slot, or its catch-up if slow
         mark = len(dev.lines)
         schedule(agent, "weekly", "send the digest", cron="0 9 * * 1")
-        await dev.wait_for(r"\[fastagent\] schedules: daily, weekly", after=mark, within=30)
+        await dev.wait_for(r"\[schedule\] weekly: next run at", after=mark, within=30)  # the new worker
         armed = await dev.wait_for(r"\[schedule\] daily: next run at (\S+)", after=mark, within=30)
         assert armed.group(1) == iso(slot + timedelta(days=1))
         assert dev.count(r"daily firing") == 1
