@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fastagent_cli.cli.common import nearest_agent
-from fastagent_cli.cli.completers import agent_dirs, tool_names
+from fastagent_cli.cli.common import dir_argument
+from fastagent_cli.cli.completers import tool_names
 from fastagent_cli.cli.help_text import examples
 from fastagent_cli.errors import ToolError, UsageError
 
@@ -72,14 +72,7 @@ def _raw(result: ToolResult) -> dict[str, Any]:
 @click.command(epilog=examples("tool"))
 @click.argument("name", shell_complete=tool_names)
 @click.argument("args", required=False, default="{}", metavar="[JSON_ARGS]")
-@click.argument(
-    "directory",
-    required=False,
-    default=".",
-    metavar="[DIR]",
-    shell_complete=agent_dirs,
-    callback=nearest_agent,
-)
+@dir_argument
 @click.option(
     "-j", "--json", "as_json", is_flag=True, help="Print the raw result (content, isError, details)."
 )

@@ -26,8 +26,7 @@ from fastagent_cli.control.commands import dispatch_command
 from fastagent_cli.serving.body import text_response
 from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import PlaneRoute
-from fastagent_cli.serving.control.replies import json_response, read_json
-from fastagent_cli.serving.sse import SSE_HEADERS
+from fastagent_cli.serving.control.replies import entries_handler, events_handler, json_response, read_json
 
 __all__ = ["DISPATCH_USAGE", "MISSING_SESSION", "dispatch_routes"]
 
@@ -53,14 +52,8 @@ def dispatch_routes(control: SessionControl, fanout: EventFanout) -> list[PlaneR
     async def state(request: web.BaseRequest, session: str) -> web.StreamResponse:
         return json_response((await sessions.get(session).state()).to_json())
 
-    async def entries(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        since = request.query.get("since")
-        return json_response((await sessions.get(session).entries(since)).to_json())
-
-    async def events(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        if request.method == "HEAD":
-            return web.Response(status=200, headers=SSE_HEADERS)
-        return await fanout.respond(request, session)
+    entries = entries_handler(sessions)
+    events = events_handler(fanout)
 
     async def dispatch(request: web.BaseRequest, _: str) -> web.StreamResponse:
         body = await read_json(request)

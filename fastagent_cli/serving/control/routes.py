@@ -51,9 +51,15 @@ from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.dispatch_routes import dispatch_routes
 from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
-from fastagent_cli.serving.control.replies import BODY_TOO_LARGE, json_response, read_json
+from fastagent_cli.serving.control.replies import (
+    BODY_TOO_LARGE,
+    entries_handler,
+    events_handler,
+    json_response,
+    read_json,
+)
 from fastagent_cli.serving.invoke_http import parse_invoke_body
-from fastagent_cli.serving.sse import SSE_HEADERS, stream_events
+from fastagent_cli.serving.sse import stream_events
 
 __all__ = ["BODY_TOO_LARGE", "ROUTE_SETS", "control_routes"]
 
@@ -116,14 +122,8 @@ def control_routes(
     async def delete(request: web.BaseRequest, session: str) -> web.StreamResponse:
         return json_response((await sessions.get(session).delete()).to_json())
 
-    async def entries(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        since = request.query.get("since")
-        return json_response((await sessions.get(session).entries(since)).to_json())
-
-    async def events(request: web.BaseRequest, session: str) -> web.StreamResponse:
-        if request.method == "HEAD":
-            return web.Response(status=200, headers=SSE_HEADERS)
-        return await fanout.respond(request, session)
+    entries = entries_handler(sessions)
+    events = events_handler(fanout)
 
     async def actions(request: web.BaseRequest, session: str) -> web.StreamResponse:
         body = await read_json(request)
