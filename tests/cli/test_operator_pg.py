@@ -1,0 +1,86 @@
+"""``fastagent sessions ...`` and ``fastagent schedule ...`` on ``state_backend = "postgres"``, as
+the real process against a real PostgreSQL: they read and write the database the instances
+share, not the file store; an unreachable database is one ``Error:`` line (no password), exit 1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from tests.conftest import AgentFactory, RunCli
+from tests.serving.serving_proc import free_port
+
+PG = 'state_backend = "postgres"\n'
+
+
+def _fetch(url: str, sql: str, *args: Any) -> list[Any]:
+    async def run() -> list[Any]:
+        conn = await asyncpg.connect(url)
+        try:
+            return list(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+def test_sessions_list_show_export_read_the_database(
+    make_agent: AgentFactory, run_cli: RunCli, database_url: str, tmp_path: Path
+) -> None:
+    agent = make_agent(config=PG)
+    env = {"FASTAGENT_DATABASE_URL": database_url, "FASTAGENT_STATE_DIR": str(tmp_path / "state")}
+    turn = run_cli("invoke", "hello database", str(agent), "--session", "pg-one", env=env)
+    assert turn.returncode == 0 and turn.stdout.strip() == "echo: hello database", turn.stderr
+    # another machine: a state directory of its own, so nothing can come from files
+    other = {**env, "FASTAGENT_STATE_DIR": str(tmp_path / "elsewhere")}
+    listed = run_cli("sessions", "list", str(agent), "--json", env=other)
+    assert listed.returncode == 0, listed.stderr
+    doc = json.loads(listed.stdout)
+    assert doc["total"] == 1
+    [row] = doc["sessions"]
+    assert row["session"] == "pg-one" and row["messageCount"] == 2 and row["path"] is None
+    assert row["preview"] == "hello database"
+    table = run_cli("sessions", "list", str(agent), env=other)
+    assert table.returncode == 0 and "pg-one" in table.stdout, table.stderr
+    shown = run_cli("sessions", "show", "pg-o", str(agent), env=other)  # a prefix
+    assert shown.returncode == 0, shown.stderr
+    assert "hello database" in shown.stdout and "echo: hello database" in shown.stdout
+    exported = run_cli("sessions", "export", "pg-one", str(agent), env=other)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["id"] == "pg-one"
+    [(stored,)] = _fetch(database_url, "SELECT count(*) FROM fastagent_entries")
+    assert len(lines) - 1 == stored
+    missing = run_cli("sessions", "show", "nope", str(agent), env=other)
+    assert missing.returncode == 1
+    assert "no session 'nope' in the database postgres postgresql://" in missing.stderr
+    assert not (tmp_path / "elsewhere" / "sessions").exists() or not any(
+        (tmp_path / "elsewhere" / "sessions").rglob("*.jsonl")
+    )
+
+
+def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory, run_cli: RunCli) -> None:
+    agent = make_agent(config=PG)
+    port = free_port()
+    env = {"FASTAGENT_DATABASE_URL": f"postgresql://fa:s3cret@127.0.0.1:{port}/agent"}
+    record = agent / "one.jsonl"
+    header = {"type": "session", "version": 3, "id": "x", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+    record.write_text(json.dumps(header) + "\n")
+    for args in (
+        ("sessions", "list"),
+        ("sessions", "show", "x"),
+        ("sessions", "export", "x"),
+        ("sessions", "import", str(record)),
+    ):
+        done = run_cli(*args[:2], *args[2:], str(agent), env=env, timeout=60)
+        assert done.returncode == 1, (args, done.stderr)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+        assert errors == [
+            f"Error: cannot connect to the database postgresql://fa@127.0.0.1:{port}/agent "
+            "(FASTAGENT_DATABASE_URL): connection refused"
+        ], (args, done.stderr)
+        assert "s3cret" not in done.stderr + done.stdout and "Traceback" not in done.stderr, args
