@@ -63,6 +63,36 @@ def test_sessions_list_show_export_read_the_database(
     )
 
 
+def test_sessions_import_writes_into_the_database(
+    make_agent: AgentFactory, run_cli: RunCli, database_url: str, tmp_path: Path
+) -> None:
+    files = make_agent(name="files-agent")
+    turn = run_cli("invoke", "from the files", str(files), "--session", "carried")
+    assert turn.returncode == 0, turn.stderr
+    record = tmp_path / "carried.jsonl"
+    exported = run_cli("sessions", "export", "carried", str(files), "-o", str(record))
+    assert exported.returncode == 0, exported.stderr
+    agent = make_agent(config=PG)
+    env = {"FASTAGENT_DATABASE_URL": database_url}
+    done = run_cli("sessions", "import", str(record), str(agent), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported carried (the database postgres postgresql://"), done.stdout
+    rows = _fetch(database_url, "SELECT message_count FROM fastagent_sessions WHERE session = 'carried'")
+    assert [r["message_count"] for r in rows] == [2]
+    assert not (agent / ".fastagent" / "sessions").exists()
+    again = run_cli("sessions", "import", str(record), str(agent), env=env)
+    assert again.returncode == 1
+    assert "session 'carried' exists here already (in the database postgres" in again.stderr
+    assert "--as ID or --new-id" in again.stderr
+    renamed = run_cli("sessions", "import", str(record), str(agent), "--as", "copy", env=env)
+    assert renamed.returncode == 0, renamed.stderr
+    # the imported session continues on the database backend
+    cont = run_cli("invoke", "and on", str(agent), "--session", "copy", env=env)
+    assert cont.returncode == 0 and cont.stdout.strip() == "echo: and on", cont.stderr
+    rows = _fetch(database_url, "SELECT message_count FROM fastagent_sessions WHERE session = 'copy'")
+    assert [r["message_count"] for r in rows] == [4]
+
+
 def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory, run_cli: RunCli) -> None:
     agent = make_agent(config=PG)
     port = free_port()
