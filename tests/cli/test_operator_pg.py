@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from fastagent_cli.state.pg.claims import PgClaims
+from fastagent_cli.state.pg.database import Database
+from fastagent_cli.state.pg.settings import DatabaseSettings
+from fastagent_cli.state.wakeup import Wakeup
 from tests.conftest import AgentFactory, RunCli
 from tests.serving.serving_proc import free_port
 
@@ -93,6 +98,50 @@ def test_sessions_import_writes_into_the_database(
     assert [r["message_count"] for r in rows] == [4]
 
 
+def _add_wakeups(url: str, namespace: str, *wakeups: Wakeup) -> None:
+    async def add() -> None:
+        db = Database(DatabaseSettings(url, namespace, 2, "test"))
+        try:
+            claims = PgClaims(db)
+            for wakeup in wakeups:
+                await claims.add_wakeup(wakeup, limit=10)
+        finally:
+            await db.aclose()
+
+    asyncio.run(add())
+
+
+def test_schedule_list_and_cancel_use_the_databases_wakeups(
+    make_agent: AgentFactory, run_cli: RunCli, database_url: str, tmp_path: Path
+) -> None:
+    agent = make_agent(config=PG + 'self_schedule = true\n[database]\nnamespace = "ops"\n')
+    soon = datetime.now(UTC) + timedelta(hours=2)
+    _add_wakeups(
+        database_url,
+        "ops",
+        Wakeup("w-one", "alice", "check the build", soon),
+        Wakeup("w-two", "bob", "water the plants", soon + timedelta(minutes=5)),
+    )
+    env = {"FASTAGENT_DATABASE_URL": database_url, "FASTAGENT_STATE_DIR": str(tmp_path / "state")}
+    listed = run_cli("schedule", "list", str(agent), "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [(w["id"], w["session"]) for w in json.loads(listed.stdout)["wakeups"]] == [
+        ("w-one", "alice"),
+        ("w-two", "bob"),
+    ]
+    table = run_cli("schedule", "list", str(agent), env=env)
+    assert "w-one" in table.stdout and "session=bob" in table.stdout, table.stdout
+    cancelled = run_cli("schedule", "cancel", "w-one", str(agent), "--json", env=env)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["cancelled"]["prompt"] == "check the build"
+    rows = _fetch(database_url, "SELECT id FROM fastagent_wakeups WHERE namespace = 'ops'")
+    assert [r["id"] for r in rows] == ["w-two"]
+    again = run_cli("schedule", "cancel", "w-one", str(agent), env=env)
+    assert again.returncode == 1
+    assert "no pending wake-up w-one (state: postgres postgresql://" in again.stderr
+    assert not (tmp_path / "state" / "schedule").exists()
+
+
 def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory, run_cli: RunCli) -> None:
     agent = make_agent(config=PG)
     port = free_port()
@@ -105,12 +154,14 @@ def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory
         ("sessions", "show", "x"),
         ("sessions", "export", "x"),
         ("sessions", "import", str(record)),
+        ("schedule", "list"),
+        ("schedule", "cancel", "w1"),
     ):
         done = run_cli(*args[:2], *args[2:], str(agent), env=env, timeout=60)
         assert done.returncode == 1, (args, done.stderr)
-        errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-        assert errors == [
-            f"Error: cannot connect to the database postgresql://fa@127.0.0.1:{port}/agent "
+        [error] = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+        assert error.endswith(
+            f"cannot connect to the database postgresql://fa@127.0.0.1:{port}/agent "
             "(FASTAGENT_DATABASE_URL): connection refused"
-        ], (args, done.stderr)
+        ), (args, done.stderr)
         assert "s3cret" not in done.stderr + done.stdout and "Traceback" not in done.stderr, args
