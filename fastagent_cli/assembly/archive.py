@@ -1,8 +1,11 @@
 """An agent's stored sessions, as ``fastagent sessions`` reads and moves them (no model needed).
 
 :func:`open_session_archive` reads only where the agent's state lives (placement, ``.env``, the
-state root, ``--sessions-dir``) and opens its session store, which moves records of the older
-flat layout into pi's layout on that first open. :class:`SessionArchive`:
+state root, ``--sessions-dir``, ``fastagent.toml``'s backend) and opens its session store: the
+files (which moves records of the older flat layout into pi's layout on that first open) or, with
+``state_backend = "postgres"``, the shared database the instances write. Every method that reads
+runs on one event loop, and :meth:`SessionArchive.aclose` closes the database connections on it.
+:class:`SessionArchive`:
 
 * :meth:`~SessionArchive.list`: summaries, newest first (``limit=1``: the last session);
 * :meth:`~SessionArchive.resolve`: an id as typed (exact, or an unambiguous prefix) -> the id;
@@ -25,12 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastagent_cli.assembly.backend import StateBackend, select_backend
 from fastagent_cli.assembly.reading import locate_state
+from fastagent_cli.definition.config import load_config
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.index import name_key
 from fastagent_cli.sessions.layout import decode_id, workspace_dirname
 from fastagent_cli.sessions.listing import SessionSummary
-from fastagent_cli.sessions.store import FileSessionStore, SessionStore
+from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.sessions.transfer import ForeignRecord, find_records, prepared
 from fastagent_cli.state.paths import STATE_DIRNAME, resolve_sessions_dir
 
@@ -59,25 +64,43 @@ class StoredSession:
 
 
 class SessionArchive:
-    def __init__(self, store: SessionStore, sessions_dir: Path, workspace: Path) -> None:
+    def __init__(
+        self, store: SessionStore, sessions_dir: Path, workspace: Path, backend: StateBackend | None = None
+    ) -> None:
         self._store = store
         self.sessions_dir = sessions_dir
         self.workspace = workspace
+        self.backend = backend
+
+    @property
+    def on_database(self) -> bool:
+        return self.backend is not None and self.backend.database_settings is not None
 
     @property
     def records_dir(self) -> Path:
-        """Where this workspace's records are (``<sessions dir>/--<workspace>--``)."""
+        """Where this workspace's records are (``<sessions dir>/--<workspace>--``) on files."""
         return self.sessions_dir / workspace_dirname(str(self.workspace))
 
-    def list(self, limit: int | None = 30) -> list[SessionSummary]:
-        return self._store.list_sessions(limit)
+    @property
+    def where(self) -> str:
+        """Where the records are, as shown: the records directory, or ``the database postgres
+        <url> (namespace <ns>)`` (never a password)."""
+        if self.backend is not None and self.on_database:
+            return f"the database {self.backend.describe()}"
+        return str(self.records_dir)
 
-    def resolve(self, typed: str) -> str:
+    async def list(self, limit: int | None = 30) -> list[SessionSummary]:
+        return await self._store.listing(limit)
+
+    async def resolve(self, typed: str) -> str:
         """The stored session ``typed`` names: its id, or the one id it is a prefix of.
         SessionError otherwise."""
         if self._store.location(typed) is not None:
             return typed
-        matches = [s.session for s in self._store.list_sessions(None) if s.session.startswith(typed)]
+        ids = [s.session for s in await self._store.listing(None)]
+        if typed in ids:
+            return typed
+        matches = [session for session in ids if session.startswith(typed)]
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -85,9 +108,7 @@ class SessionArchive:
             raise SessionError(
                 f"{typed!r} is the start of {len(matches)} session ids ({shown}); type more of it"
             )
-        raise SessionError(
-            f"no session {typed!r} in {self.records_dir} (`fastagent sessions list` shows the ids)"
-        )
+        raise SessionError(f"no session {typed!r} in {self.where} (`fastagent sessions list` shows the ids)")
 
     async def read(self, session: str) -> StoredSession | None:
         record = await self._store.read(session)
@@ -110,12 +131,14 @@ class SessionArchive:
     async def export_jsonl(self, session: str) -> bytes:
         data = await self._store.export(session)
         if data is None:
-            raise SessionError(f"no session {session!r} in {self.records_dir}")
+            raise SessionError(f"no session {session!r} in {self.where}")
         return data
 
     def other_workspaces(self) -> builtins.list[tuple[str, int]]:
         """Other workspaces' record directories in the sessions directory, with their record counts
-        (a moved agent directory leaves its sessions under its old path)."""
+        (a moved agent directory leaves its sessions under its old path); none on the database."""
+        if self.on_database:
+            return []
         try:
             with os.scandir(self.sessions_dir) as entries:
                 dirs = [
@@ -126,9 +149,16 @@ class SessionArchive:
         counts = [(e.name, _count(Path(e.path))) for e in dirs if e.name != self.records_dir.name]
         return sorted((name, count) for name, count in counts if count)
 
-    def count(self) -> int:
-        """How many records this workspace has (names only: no file is read)."""
+    async def count(self) -> int:
+        """How many records this workspace has (on files, names only: no file is read)."""
+        if self.on_database:
+            return len(await self._store.listing(None))
         return _count(self.records_dir)
+
+    async def aclose(self) -> None:
+        """Close the database connections (nothing to do on files)."""
+        if self.backend is not None:
+            await self.backend.aclose()
 
     # --- import -----------------------------------------------------------------------------------
 
@@ -154,6 +184,11 @@ class SessionArchive:
         if existing is not None:
             raise SessionError(
                 f"session {target!r} exists here already ({existing}); "
+                "import it under another id with --as ID or --new-id"
+            )
+        if self.on_database and await self._store.read(target) is not None:
+            raise SessionError(
+                f"session {target!r} exists here already (in {self.where}); "
                 "import it under another id with --as ID or --new-id"
             )
         header, body = prepared(record, target, str(self.workspace))
@@ -213,7 +248,11 @@ def open_session_archive(
     sessions_dir: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionArchive:
-    """The sessions of the agent in ``directory`` (``env`` replaces the process environment)."""
+    """The sessions of the agent in ``directory`` (``env`` replaces the process environment), in
+    the store its backend names (ConfigError for database settings that are wrong; nothing is
+    connected yet)."""
     location = locate_state(directory, env)
     root = resolve_sessions_dir(location.state_root, sessions_dir, location.workspace)
-    return SessionArchive(FileSessionStore(root, location.workspace), root, location.workspace)
+    config = load_config(location.placement.config_path)
+    backend = select_backend(config, location.agent_dir, location.state_root, env)
+    return SessionArchive(backend.session_store(root, location.workspace), root, location.workspace, backend)

@@ -16,7 +16,7 @@ prompt and the schedule files are built from the surface on first use, so the mo
 :func:`locate_agent` is the lighter read ``login`` / ``logout`` need: placement, ``.env`` and the
 state root, and ``None`` outside any agent (:func:`login_target` applies the credential order).
 :func:`read_schedules` is the light read ``fastagent schedule ...`` needs: placement, ``.env``, the
-state root and ``schedules/*.toml``, without importing tools.
+state root, the backend and ``schedules/*.toml``, without importing tools.
 """
 
 from __future__ import annotations
@@ -124,11 +124,13 @@ def locate_agent(
 
 @dataclass(frozen=True, slots=True)
 class ScheduleDir:
-    """What ``fastagent schedule ...`` reads: where the state is and the schedule files."""
+    """What ``fastagent schedule ...`` reads: where the state is, the schedule files, and the
+    backend whose claims hold the pending wake-ups (nothing connected yet)."""
 
     placement: Placement
     state_root: Path
     schedules: ScheduleSet
+    backend: StateBackend
 
 
 def locate_state(
@@ -141,7 +143,9 @@ def locate_state(
 
 def read_schedules(directory: str | os.PathLike[str] = ".") -> ScheduleDir:
     location = locate_state(directory)
-    return ScheduleDir(location.placement, location.state_root, load_schedules(location.agent_dir))
+    config = load_config(location.placement.config_path)
+    backend = select_backend(config, location.agent_dir, location.state_root)
+    return ScheduleDir(location.placement, location.state_root, load_schedules(location.agent_dir), backend)
 
 
 def login_target(

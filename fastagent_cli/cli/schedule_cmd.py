@@ -12,13 +12,17 @@ switch for wake-ups.
   agent's own ``unwake`` only reaches its session's); ``--json`` prints ``{cancelled: <entry>}``.
   An unknown id exits 1.
 
+The wake-ups are where the agent keeps its state: the files, or with ``state_backend =
+"postgres"`` (or ``FASTAGENT_DATABASE_URL``) the shared database, which an unreachable database
+makes one ``Error:`` line and exit 1. The run history is each instance's own ``runs.jsonl``.
 ``list`` and ``history`` only read; none of them needs a model or imports the agent's tools.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["HISTORY_TAIL", "history_lines", "list_document", "list_lines", "schedule"]
 
 HISTORY_TAIL = 20
+T = TypeVar("T")
 _REPLY_PREVIEW = 100
 
 
@@ -51,6 +56,20 @@ def _read(directory: str) -> ScheduleDir:
 
     configure_logging("warn")  # store warnings (a malformed wake-up entry) as WARN lines
     return read_schedules(directory)
+
+
+async def _on_backend(found: ScheduleDir, work: Callable[[], Awaitable[T]]) -> T:
+    """``work``, then the backend's connections closed on the same event loop."""
+    try:
+        return await work()
+    finally:
+        await found.backend.aclose()
+
+
+def _where(found: ScheduleDir) -> str:
+    """Where the wake-ups are: the state root, or the database (never its password)."""
+    backend = found.backend
+    return str(found.state_root) if backend.database_settings is None else backend.describe()
 
 
 def list_document(found: ScheduleDir, wakeups: list[Wakeup], clock: Clock) -> dict[str, Any]:
@@ -77,12 +96,11 @@ def list_command(directory: str, as_json: bool) -> None:
 
     Reads the agent in DIR (default .); creates nothing.
     """
-    from fastagent_cli.state.claims import open_schedule_claims
     from fastagent_cli.state.clock import system_clock
 
     found = _read(directory)
     try:
-        wakeups = run_async(open_schedule_claims(found.state_root).wakeups())
+        wakeups = run_async(_on_backend(found, found.backend.schedule_claims().wakeups))
     except OSError as exc:
         raise ScheduleError(f"cannot read the pending wake-ups: {exc}") from None
     clock = system_clock()
@@ -94,7 +112,7 @@ def list_command(directory: str, as_json: bool) -> None:
         return
     lines = list_lines(doc, clock.now())
     if not lines:
-        say(f"nothing scheduled — no schedules/ files, no pending wake-ups (state: {found.state_root})")
+        say(f"nothing scheduled — no schedules/ files, no pending wake-ups (state: {_where(found)})")
     for line in lines:
         click.echo(line)
 
@@ -154,22 +172,20 @@ def cancel_command(wake_id: str, directory: str, as_json: bool) -> None:
 
     ID is what `fastagent schedule list` shows; DIR is the agent (default .).
     """
-    from fastagent_cli.state.claims import open_schedule_claims
-
     found = _read(directory)
-    claims = open_schedule_claims(found.state_root)
+    claims = found.backend.schedule_claims()
 
     async def cancel() -> Wakeup | None:
         entry = next((w for w in await claims.wakeups() if w.id == wake_id), None)
         return entry if await claims.remove_wakeup(wake_id) else None
 
     try:
-        removed = run_async(cancel())
+        removed = run_async(_on_backend(found, cancel))
     except OSError as exc:
         raise ScheduleError(f"cannot change the pending wake-ups: {exc}") from None
     if removed is None:
         raise ScheduleError(
-            f"no pending wake-up {wake_id} (state: {found.state_root}) — `fastagent schedule list` shows ids"
+            f"no pending wake-up {wake_id} (state: {_where(found)}) — `fastagent schedule list` shows ids"
         )
     if as_json:
         click.echo(json.dumps({"cancelled": removed.to_json()}, indent=2, ensure_ascii=False))

@@ -12,9 +12,11 @@
   (the original's, pi's, another agent's), a sessions directory (pi's ``~/.pi/agent/sessions``)
   or another agent directory; stored under its own id unless ``--as`` / ``--new-id`` says.
 
-None needs a model. Every bad input is one ``Error:`` line: exit 2 for usage (a missing source,
-clashing options, an unknown format), 1 for the rest (no such session, a file that is not a
-session record, an id that is taken).
+Each reads and writes where the agent keeps its state: the files, or with ``state_backend =
+"postgres"`` (or ``FASTAGENT_DATABASE_URL``) the shared database, which an unreachable database
+makes one ``Error:`` line and exit 1. None needs a model. Every bad input is one ``Error:``
+line: exit 2 for usage (a missing source, clashing options, an unknown format), 1 for the rest
+(no such session, a file that is not a session record, an id that is taken).
 """
 
 from __future__ import annotations
@@ -22,23 +24,25 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from fastagent_cli.cli.common import dir_argument, run_async, say, sessions_dir_option
 from fastagent_cli.cli.completers import session_ids
 from fastagent_cli.cli.help_text import examples
-from fastagent_cli.errors import FastagentError, SessionError, UsageError
+from fastagent_cli.errors import DatabaseError, FastagentError, SessionError, UsageError
 
 if TYPE_CHECKING:
-    from fastagent_cli.assembly import ForeignRecord, SessionArchive, SessionSummary
+    from fastagent_cli.assembly import ForeignRecord, SessionArchive, SessionSummary, StoredSession
 
 __all__ = ["list_document", "list_lines", "sessions"]
 
 _FORMATS = {"jsonl": "jsonl", "md": "md", "markdown": "md"}
+T = TypeVar("T")
 
 
 @click.group(epilog=examples("sessions"))
@@ -52,6 +56,19 @@ def _archive(directory: str, sessions_dir: str | None) -> SessionArchive:
 
     configure_logging("warn")  # a record that stays in the old layout says why
     return open_session_archive(directory, sessions_dir=sessions_dir)
+
+
+def _on_archive(archive: SessionArchive, work: Callable[[], Awaitable[T]]) -> T:
+    """``work`` on one event loop, the archive closed after it (a database's connections belong
+    to the loop that opened them)."""
+
+    async def run() -> T:
+        try:
+            return await work()
+        finally:
+            await archive.aclose()
+
+    return run_async(run())
 
 
 def _iso(seconds: float) -> str:
@@ -109,15 +126,18 @@ def list_command(directory: str, as_json: bool, limit: int, sessions_dir: str | 
     Reads the agent in DIR (default .); the newest session is first, so `--limit 1` is the last.
     """
     archive = _archive(directory, sessions_dir)
-    found = archive.list(limit or None)
-    total = archive.count()
+
+    async def read() -> tuple[list[SessionSummary], int]:
+        return await archive.list(limit or None), await archive.count()
+
+    found, total = _on_archive(archive, read)
     if as_json:
         click.echo(json.dumps(list_document(found, total), indent=2, ensure_ascii=False))
         return
     for line in list_lines(found):
         click.echo(line)
     if not found:
-        say(f"no sessions yet in {archive.records_dir}")
+        say(f"no sessions yet in {archive.where}")
         elsewhere = archive.other_workspaces()
         if elsewhere:
             shown = ", ".join(f"{name} ({count})" for name, count in elsewhere)
@@ -141,7 +161,11 @@ def show_command(session: str, directory: str, sessions_dir: str | None) -> None
     from fastagent_cli.cli.transcript import text
 
     archive = _archive(directory, sessions_dir)
-    stored = run_async(archive.read(archive.resolve(session)))
+
+    async def read() -> StoredSession | None:
+        return await archive.read(await archive.resolve(session))
+
+    stored = _on_archive(archive, read)
     if stored is None:
         raise SessionError(f"session {session!r} went away while it was being read")
     click.echo(text(stored), nl=False)
@@ -171,16 +195,19 @@ def export_command(
     """
     chosen = _format(fmt, output)
     archive = _archive(directory, sessions_dir)
-    session = archive.resolve(session)
-    if chosen == "jsonl":
-        data = run_async(archive.export_jsonl(session))
-    else:
+
+    async def read() -> tuple[str, bytes]:
+        found = await archive.resolve(session)
+        if chosen == "jsonl":
+            return found, await archive.export_jsonl(found)
         from fastagent_cli.cli.transcript import markdown
 
-        stored = run_async(archive.read(session))
+        stored = await archive.read(found)
         if stored is None:
-            raise SessionError(f"session {session!r} went away while it was being read")
-        data = markdown(stored).encode("utf-8")
+            raise SessionError(f"session {found!r} went away while it was being read")
+        return found, markdown(stored).encode("utf-8")
+
+    session, data = _on_archive(archive, read)
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -246,21 +273,27 @@ def import_command(
     chosen = _choose(archive.sources(source), source, pick, take_all)
     imported: list[dict[str, str | None]] = []
     failed: list[dict[str, str]] = []
-    for record in chosen:
-        target = as_id if as_id is not None else (str(uuid.uuid4()) if new_id else None)
-        try:
-            session, path = run_async(archive.import_record(record, target))
-        except FastagentError as exc:
-            if not take_all:
-                raise
-            failed.append({"from": str(record.path), "error": exc.message})
-            say(f"[fastagent] skipped {record.path}: {exc.message}")
-            continue
-        imported.append(
-            {"session": session, "from": str(record.path), "path": None if path is None else str(path)}
-        )
-        if not as_json:
-            click.echo(f"imported {session} ({path})")
+
+    async def store_all() -> None:
+        for record in chosen:
+            target = as_id if as_id is not None else (str(uuid.uuid4()) if new_id else None)
+            try:
+                session, path = await archive.import_record(record, target)
+            except DatabaseError:
+                raise  # the database is away: every next record would fail the same way
+            except FastagentError as exc:
+                if not take_all:
+                    raise
+                failed.append({"from": str(record.path), "error": exc.message})
+                say(f"[fastagent] skipped {record.path}: {exc.message}")
+                continue
+            imported.append(
+                {"session": session, "from": str(record.path), "path": None if path is None else str(path)}
+            )
+            if not as_json:
+                click.echo(f"imported {session} ({archive.where if path is None else path})")
+
+    _on_archive(archive, store_all)
     if as_json:
         click.echo(json.dumps({"imported": imported, "failed": failed}, indent=2, ensure_ascii=False))
     if failed:
