@@ -35,7 +35,7 @@ from fastagent_cli.serving.body import (
 )
 from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler
-from fastagent_cli.serving.sse import stream_events
+from fastagent_cli.serving.sse import KeyedStreams, stream_events
 
 __all__ = [
     "INVOKE_USAGE",
@@ -79,7 +79,12 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
 def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Handler:
     """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
     405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server.
-    ``token``: require it as a bearer token."""
+    ``token``: require it as a bearer token.
+
+    A turn on a session whose previous stream's client already left first stops that stream and
+    waits for it to close (:meth:`~fastagent_cli.serving.sse.KeyedStreams.reclaim`), so a client
+    that drops a turn and asks again at once is not answered ``session_busy``."""
+    streams = KeyedStreams()
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:
         refused = refuse_method(request)
@@ -96,11 +101,13 @@ def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Han
         if isinstance(parsed, str):
             return text_response(parsed, 400)
         scope, prompt = parsed
+        await streams.reclaim(scope.session)
         try:
             events = agent.invoke(scope, prompt)
         except Exception:
             log.exception("[host] the agent failed to start a turn for session %s", scope.session)
             return text_response("internal error\n", 500)
-        return await stream_events(request, events)
+        with streams.holding(scope.session, request) as stop:
+            return await stream_events(request, events, stop=stop)
 
     return invoke

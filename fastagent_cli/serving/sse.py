@@ -7,7 +7,13 @@ Per stream, a *reader* pulls events and queues their messages, a *writer* sends 
 up, and the request's own task *watches*: it pings, and it notices a client that went away even
 while the agent is silent (a slow tool), by the write failing or by polling the transport every
 :data:`DISCONNECT_POLL_S`. Either way the reader is cancelled, which closes the agent's stream
-(:func:`~fastagent_cli.contract.closing`), which aborts the turn.
+(:func:`~fastagent_cli.contract.closing`), which aborts the turn (under
+:func:`~fastagent_cli.serving.host.serve` the handler is also cancelled the moment the connection
+drops). Aborting takes a while (a tool's process killed, the model response closed), and until it
+has settled the session's lease is held: a stream registered in a :class:`KeyedStreams` under a
+key (``/invoke``: the session) lets a new request for that key stop the streams whose client is
+gone and wait until they have closed (:meth:`KeyedStreams.reclaim`), so a client that left and
+came straight back is not answered ``session_busy``.
 
 Coalescing: the writer wakes on the loop tick after the reader queued a message and sends
 everything queued by then as one write. Events the agent emits together (the deltas of one model
@@ -20,9 +26,11 @@ the reader stops pulling, so the client's pace still holds the agent back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +39,8 @@ from fastagent_cli.contract import closing, event_to_wire
 
 __all__ = [
     "DISCONNECT_POLL_S",
+    "RECLAIM_TIMEOUT_S",
+    "KeyedStreams",
     "MAX_QUEUED_BYTES",
     "PING_INTERVAL_S",
     "SSE_HEADERS",
@@ -56,12 +66,60 @@ SSE_HEADERS = {
 MAX_QUEUED_BYTES = 64 * 1024
 """Messages waiting for the client beyond which the reader stops pulling events."""
 
+RECLAIM_TIMEOUT_S = 5.0
+"""How long :meth:`KeyedStreams.reclaim` waits for an abandoned stream to finish closing."""
+
 _PING = b": ping\n\n"
 
 
 def client_gone(request: web.BaseRequest) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
+
+
+class KeyedStreams:
+    """The streams in flight per key, so a new request for a key can stop those whose client
+    already left (noticed now, not at the next poll) and wait until they have closed."""
+
+    def __init__(self) -> None:
+        self._live: dict[str, list[_Held]] = {}
+
+    @contextlib.contextmanager
+    def holding(self, key: str, request: web.BaseRequest) -> Iterator[asyncio.Event]:
+        """Register ``request``'s stream under ``key`` while it runs; yields the event that asks
+        it to stop (pass it to :func:`stream_events`)."""
+        held = _Held(request, asyncio.Event(), asyncio.Event())
+        self._live.setdefault(key, []).append(held)
+        try:
+            yield held.stop
+        finally:
+            held.closed.set()
+            streams = self._live[key]
+            streams.remove(held)
+            if not streams:
+                del self._live[key]
+
+    async def reclaim(self, key: str) -> None:
+        """Stop every stream under ``key`` whose client is gone and wait (up to
+        :data:`RECLAIM_TIMEOUT_S`) until they have closed their event streams."""
+        gone = [held for held in self._live.get(key, ()) if client_gone(held.request)]
+        if not gone:
+            return
+        for held in gone:
+            held.stop.set()
+        waiters = [asyncio.ensure_future(held.closed.wait()) for held in gone]
+        try:
+            await asyncio.wait(waiters, timeout=RECLAIM_TIMEOUT_S)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Held:
+    request: web.BaseRequest
+    stop: asyncio.Event
+    closed: asyncio.Event
 
 
 class _Reader:
@@ -136,10 +194,12 @@ async def stream_events(
     *,
     encode: Callable[[Any], str] = event_to_wire,
     headers: Mapping[str, str] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> web.StreamResponse:
     """Answer ``request`` with ``events`` as SSE (200), each item one ``data:`` line of
     ``encode(item)`` (an ``AgentEvent``'s JSON by default) and ``headers`` added to the SSE ones.
-    Returns when the stream ends or the client leaves; the stream is closed in every case."""
+    Returns when the stream ends, the client leaves or ``stop`` is set (by
+    :meth:`KeyedStreams.reclaim`); the stream is closed in every case."""
     response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
     try:
         await response.prepare(request)
@@ -155,7 +215,7 @@ async def stream_events(
     # retrieved" in the log.
     task.add_done_callback(_retrieve)
     try:
-        await _watch(request, response, reader, task)
+        await _watch(request, response, reader, task, stop or asyncio.Event())
     finally:
         if not task.done():
             task.cancel()
@@ -166,25 +226,33 @@ async def stream_events(
 
 
 async def _watch(
-    request: web.BaseRequest, response: web.StreamResponse, reader: _Reader, task: asyncio.Task[None]
+    request: web.BaseRequest,
+    response: web.StreamResponse,
+    reader: _Reader,
+    task: asyncio.Task[None],
+    stop: asyncio.Event,
 ) -> None:
     loop = asyncio.get_running_loop()
     next_ping = loop.time() + PING_INTERVAL_S
-    while True:
-        delay = max(0.0, min(DISCONNECT_POLL_S, next_ping - loop.time()))
-        done, _ = await asyncio.wait({task}, timeout=delay)
-        if done:
-            return
-        if client_gone(request):
-            log.debug("[host] client left %s mid-stream; cancelling the turn", request.raw_path)
-            return
-        if loop.time() >= next_ping:
-            next_ping = loop.time() + PING_INTERVAL_S
-            if not reader.writing:
-                try:
-                    await response.write(_PING)
-                except ConnectionError:
-                    return
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            delay = max(0.0, min(DISCONNECT_POLL_S, next_ping - loop.time()))
+            await asyncio.wait({task, stopped}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return
+            if stop.is_set() or client_gone(request):
+                log.debug("[host] client left %s mid-stream; cancelling the turn", request.raw_path)
+                return
+            if loop.time() >= next_ping:
+                next_ping = loop.time() + PING_INTERVAL_S
+                if not reader.writing:
+                    try:
+                        await response.write(_PING)
+                    except ConnectionError:
+                        return
+    finally:
+        stopped.cancel()
 
 
 async def _finish(

@@ -154,3 +154,30 @@ async def test_a_client_leaving_a_fast_stream_leaves_no_unretrieved_task_error()
         await server.close()
         loop.set_exception_handler(previous)
     assert [c.get("message") for c in reported] == []
+
+
+async def test_a_session_left_mid_silence_takes_its_next_turn_at_once(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    # The client leaves while the tool is silent, and at once the same session asks again: it
+    # waits for the abandoned turn to settle instead of reading session_busy, several times over.
+    slow = SlowTool()
+    agent = real_agent(tmp_path, slow_tool_script(), [slow.build()])
+    base = await start_server(create_invoke_handler(agent))
+    try:
+        async with aiohttp.ClientSession() as client:
+            for _ in range(3):
+                slow.started.clear()
+                resp = await client.post(f"{base}/invoke", json={"session": "r1", "text": "slow job"})
+                assert isinstance(await read_event(resp), ToolStarted)
+                await asyncio.wait_for(slow.started.wait(), 10)
+                resp.close()  # the client goes away mid-silence
+                asked = time.monotonic()
+                again = await client.post(f"{base}/invoke", json={"session": "r1", "text": "slow job"})
+                first = await read_event(again)
+                assert isinstance(first, ToolStarted), first  # not failed{code: session_busy}
+                assert time.monotonic() - asked < 0.3
+                again.close()
+                await asyncio.wait_for(slow.started.wait(), 10)
+    finally:
+        await agent.aclose()
