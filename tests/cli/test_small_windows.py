@@ -95,7 +95,8 @@ async def test_twenty_turns_stay_usable_through_automatic_compaction(
     started = [e.data for e in seen if e.type == "compaction_started"]
     finished = [e.data for e in seen if e.type == "compaction_finished"]
     assert len(started) == len(finished) == len(compactions)
-    assert all(s["reason"] == "threshold" and s["tokens"] > WINDOW - WINDOW // 4 for s in started)
+    # ``tokens``: the context before the turn's prompt, which may itself push it past the threshold
+    assert all(s["reason"] == "threshold" and s["tokens"] > WINDOW // 2 for s in started)
     assert all(f["tokensAfter"] < f["tokensBefore"] for f in finished)
     last_turn = [t for t in user_texts(agent) if t.startswith("20. ")]
     assert len(last_turn) == 1

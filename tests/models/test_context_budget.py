@@ -98,8 +98,10 @@ def test_the_server_count_corrects_the_estimate_of_what_follows() -> None:
     assert uncertain == 2 * estimate and total == reported["usage"]["totalTokens"] + 2 * estimate
     wild = assistant("ok", reported=100 * estimate)
     assert estimate_input_tokens("", [first, wild, later])[1] == int(MAX_CORRECTION * estimate)
-    cheap = assistant("ok", reported=1)  # a server that counts less: the estimate stands
-    assert estimate_input_tokens("", [first, cheap, later])[0] == 2 * estimate + 1
+    fewer = assistant("ok", reported=estimate)  # the server counted less than the guess: its count
+    assert estimate_input_tokens("", [first, fewer, later])[0] == 2 * estimate
+    cheap = assistant("ok", reported=1)  # an implausibly low count: half the estimate at least
+    assert estimate_input_tokens("", [first, cheap])[0] == (estimate + 1) // 2
 
 
 def _request(**fields: Any) -> ModelRequest:
