@@ -12,6 +12,7 @@ crash before it only folds the discussion once more).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -35,7 +36,7 @@ def folded(text: str, fold: Fold) -> str:
     return f"[recent group discussion:\n{fold.text}\n]\n\n{text}" if fold.text else text
 
 
-class ChannelRunner(Generic[ApiT, NoticeT]):
+class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
     """What every platform runner holds and does the same way (see the module doc)."""
 
     def __init__(
@@ -62,9 +63,9 @@ class ChannelRunner(Generic[ApiT, NoticeT]):
         """The turn waits behind another of its session: tell the asker now."""
         self.notices.post(record["id"], self.notice(record))
 
+    @abstractmethod
     async def notice(self, record: TurnRecord) -> NoticeT:
         """Post the platform's "queued" notice for ``record`` (a failure is logged, never raised)."""
-        raise NotImplementedError
 
     async def aclose(self) -> None:
         await self.notices.aclose()
