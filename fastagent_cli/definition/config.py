@@ -107,8 +107,6 @@ class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
     token: str | None = None
-    openai: bool = False
-    """The OpenAI-compatible API under ``/v1`` (:mod:`fastagent_cli.serving.faces.openai`)."""
     web_chat: bool | None = None
     """The web chat page on ``GET /`` (``None``: on under ``dev``, off under ``start``)."""
     allowed_hosts: list[str] = Field(default_factory=list)
@@ -116,6 +114,8 @@ class HttpConfig(_Strict):
     subdomains; ``"*"``: any). See :mod:`fastagent_cli.serving.request_guard`."""
     allowed_origins: list[str] = Field(default_factory=list)
     """Web origins (``https://app.example.com``) that may call across origins (CORS)."""
+    openai: bool = False
+    """The OpenAI-compatible API under ``/v1`` (:mod:`fastagent_cli.serving.faces.openai`)."""
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -14,6 +14,7 @@ that fails after the stream started ends it with ``data: {"error": {...}}`` and 
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,13 +22,31 @@ from typing import Any
 
 from aiohttp import web
 
-from fastagent_cli.contract import AgentEvent, Completed, Failed, Text, Thinking, json_text
+from fastagent_cli.contract import (
+    AgentEvent,
+    Completed,
+    Failed,
+    Text,
+    Thinking,
+    escape_lone_surrogates,
+    json_text,
+)
 from fastagent_cli.serving.faces.openai.errors import failure_error, failure_response
 from fastagent_cli.serving.faces.openai.turn import chat_usage, finish_reason
 
-__all__ = ["ChunkEncoder", "completion_body", "collect_completion"]
+__all__ = ["ChunkEncoder", "collect_completion", "completion_body", "json_string"]
 
 _encode_string = json.encoder.encode_basestring
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_string(text: str) -> str:
+    """``text`` as a JSON string literal (non-ASCII kept), always encodable as UTF-8: the cheap
+    path of each streamed delta (what :func:`~fastagent_cli.contract.json_text` would write)."""
+    encoded = _encode_string(text)
+    return escape_lone_surrogates(encoded) if _LONE_SURROGATE.search(encoded) else encoded
+
+
 _DONE = "data: [DONE]\n\n"
 
 
@@ -42,7 +61,7 @@ class ChunkEncoder:
         usage = ',"usage":null' if include_usage else ""
         head = (
             f'{{"id":"{self.id}","object":"chat.completion.chunk","created":{self.created},'
-            f'"model":{_encode_string(model)},"system_fingerprint":null,"choices":[{{"index":0,"delta":{{'
+            f'"model":{json_string(model)},"system_fingerprint":null,"choices":[{{"index":0,"delta":{{'
         )
         self._head = head
         self._tail = f'}},"logprobs":null,"finish_reason":null}}]{usage}}}\n\n'
@@ -57,9 +76,9 @@ class ChunkEncoder:
     def __call__(self, event: AgentEvent) -> str:
         kind = type(event)
         if kind is Text:
-            return self._chunk(f'"content":{_encode_string(event.delta)}')  # type: ignore[union-attr]
+            return self._chunk(f'"content":{json_string(event.delta)}')  # type: ignore[union-attr]
         if kind is Thinking:
-            return self._chunk(f'"reasoning_content":{_encode_string(event.delta)}')  # type: ignore[union-attr]
+            return self._chunk(f'"reasoning_content":{json_string(event.delta)}')  # type: ignore[union-attr]
         if isinstance(event, Completed):
             return self._finish(event)
         if isinstance(event, Failed):

@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from fastagent_cli.contract import AgentEvent, Completed, Failed, Text, Thinking, json_text
+from fastagent_cli.serving.faces.openai.chat import json_string
 from fastagent_cli.serving.faces.openai.errors import failure_error
 from fastagent_cli.serving.faces.openai.turn import responses_usage
 
@@ -176,16 +177,18 @@ class ResponseBuilder:
         if self._open is None or self._open["type"] != kind:
             out = self._open_item(kind)
         self._parts.append(delta)
-        event = "response.output_text.delta" if kind == "message" else "response.reasoning_text.delta"
-        extra: dict[str, Any] = {"logprobs": []} if kind == "message" else {}
         assert self._open is not None
-        return out + self._event(
-            event,
-            item_id=self._open["id"],
-            output_index=len(self.output) - 1,
-            content_index=0,
-            delta=delta,
-            **extra,
+        # written directly (the same JSON _event writes): nearly every event of a stream is one
+        if kind == "message":
+            event, extra = "response.output_text.delta", ',"logprobs":[]'
+        else:
+            event, extra = "response.reasoning_text.delta", ""
+        sequence = self._sequence
+        self._sequence += 1
+        return (
+            f'{out}event: {event}\ndata: {{"type":"{event}","sequence_number":{sequence},'
+            f'"item_id":"{self._open["id"]}","output_index":{len(self.output) - 1},"content_index":0,'
+            f'"delta":{json_string(delta)}{extra}}}\n\n'
         )
 
     def __call__(self, event: AgentEvent) -> str:
