@@ -29,6 +29,10 @@ def respond(request):
         if request.round == 0:
             return {"toolCalls": [{"name": "bash", "args": {"command": "echo tool-ran"}}]}
         return "the tool said " + request.messages[-1]["content"][0]["text"].strip()
+    if "sleep long" in text:
+        if request.round == 0:
+            return {"toolCalls": [{"name": "bash", "args": {"command": "sleep 30"}}]}
+        return "woke"
     if "break later" in text:
         if request.round == 0:
             return {"toolCalls": [{"name": "bash", "args": {"command": "true"}}]}

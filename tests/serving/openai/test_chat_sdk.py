@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import aiohttp
@@ -227,4 +228,20 @@ async def test_failed_turns_answer_openai_errors(serve_probe: Spawn) -> None:
         with pytest.raises(openai.APIError, match="the model broke mid-turn"):
             async for _chunk in stream:
                 pass
+        assert "Traceback" not in server.text
+
+
+async def test_a_client_that_leaves_aborts_the_turn_and_frees_the_session(serve_probe: Spawn) -> None:
+    async with serve_probe() as (server, base), aiohttp.ClientSession() as http, client(base) as api:
+        headers = {"X-Fastagent-Session": "left"}
+        body = {"model": "helper", "stream": True, "messages": [{"role": "user", "content": "sleep long"}]}
+        response = await http.post(f"{base}/chat/completions", json=body, headers=headers)
+        assert response.status == 200  # the turn runs its 30 s command
+        response.close()  # the client leaves while the agent is silent
+        started = time.monotonic()
+        again = await api.chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+        )
+        assert time.monotonic() - started < 5
+        assert json.loads(again.choices[0].message.content or "")["seen"][-1] == "user: hi"
         assert "Traceback" not in server.text
