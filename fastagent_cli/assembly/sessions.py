@@ -67,6 +67,13 @@ class SessionPort:
         """Where the record of ``session`` lives (``None`` in memory)."""
         return self._store.location(session)
 
+    async def exists(self, session: str) -> bool:
+        """Whether ``session`` has a record (a file store answers from its index; a database
+        store, which has no locations, by reading it)."""
+        if self._store.location(session) is not None:
+            return True
+        return await self._store.read(session) is not None
+
     def defaults(self) -> SessionSettings:
         """The settings of a session with no overrides (the agent's model and thinking level)."""
         return resolve_session_settings(None, self._models, self._default_thinking)

@@ -83,7 +83,7 @@ async def plan_turn(
     """Rules 1-3 above, for a request with no ``previous_response_id``."""
     if explicit is not None:
         last = turns[-1]
-        if sessions.location(explicit) is None:
+        if not await sessions.exists(explicit):
             last = with_context(last, system)
         return Planned(Scope(explicit), last.prompt(), one_off=False)
     session = f"{prefix}{uuid.uuid4().hex}"
