@@ -4,12 +4,14 @@ encode, the Responses items in the order the model produced them, content refusa
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from fastagent_cli.contract import Completed, Failed, ImageRef, Text, Thinking, ToolEnded, ToolStarted
 from fastagent_cli.serving.faces.openai.chat import ChunkEncoder
 from fastagent_cli.serving.faces.openai.content import RequestError, read_content
+from fastagent_cli.serving.faces.openai.conversation import ResponseIndex
 from fastagent_cli.serving.faces.openai.responses import ResponseBuilder
 from fastagent_cli.serving.faces.openai.turn import chat_usage, responses_usage
 
@@ -103,3 +105,22 @@ def test_content_parts() -> None:
         read_content([{"type": "image_url", "image_url": {"url": "data:text/plain;base64,AAAA"}}], "c")
     with pytest.raises(RequestError, match="'file' is not supported"):
         read_content([{"type": "file", "file": {}}], "c")
+
+
+async def test_the_response_index_persists_and_stays_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "openai" / "responses.jsonl"
+    index = ResponseIndex(path, limit=3)
+    for n in range(7):
+        await index.record(f"resp_{n}", "s", f"leaf{n}")
+    assert await index.find("resp_6") == ("s", "leaf6")
+    assert len(path.read_text().splitlines()) == 3  # rewritten past 2 x limit: the newest 3 kept
+    reread = ResponseIndex(path, limit=3)
+    assert await reread.find("resp_0") is None
+    assert [await reread.find(f"resp_{n}") for n in (4, 5, 6)] == [
+        ("s", "leaf4"),
+        ("s", "leaf5"),
+        ("s", "leaf6"),
+    ]
+    with path.open("a") as torn:
+        torn.write('{"id": "resp_7", "sess')  # a crash mid-line: that line is skipped
+    assert await ResponseIndex(path).find("resp_6") == ("s", "leaf6")

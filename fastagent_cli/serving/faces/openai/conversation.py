@@ -32,7 +32,13 @@ from pathlib import Path
 from fastagent_cli.assembly import SessionPort
 from fastagent_cli.contract import Prompt, Scope
 from fastagent_cli.serving.faces.openai.content import RequestError, Turn, history_messages, with_context
-from fastagent_cli.state.atomic import append_jsonl, make_private_dir, read_jsonl
+from fastagent_cli.state.atomic import (
+    append_jsonl,
+    atomic_write_text,
+    dumps_line,
+    make_private_dir,
+    read_jsonl,
+)
 
 __all__ = ["Planned", "ResponseIndex", "plan_turn", "prompt_of"]
 
@@ -40,6 +46,9 @@ log = logging.getLogger("fastagent.host")
 
 ONE_OFF_PREFIX = "openai-"
 RESPONSE_PREFIX = "resp-"
+MAX_RESPONSES = 100_000
+"""Response ids remembered; past twice as many the file is rewritten with the newest ones (an
+older id answers ``previous_response_not_found``, as one whose session was deleted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +103,12 @@ async def plan_turn(
 
 
 class ResponseIndex:
-    """Response id -> ``(session, leaf entry)``: whole JSONL lines, read once on first use."""
+    """Response id -> ``(session, leaf entry)``: whole JSONL lines, read once on first use, at
+    most ``2 * limit`` of them (then the newest ``limit`` are kept)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limit: int = MAX_RESPONSES) -> None:
         self.path = path
+        self.limit = limit
         self._known: dict[str, tuple[str, str | None]] | None = None
         self._lock = asyncio.Lock()
 
@@ -130,10 +141,18 @@ class ResponseIndex:
             line = {"id": response_id, "session": session, "leaf": leaf}
             await asyncio.to_thread(self._append, line)
             known[response_id] = (session, leaf)
+            if len(known) > 2 * self.limit:
+                newest = list(known.items())[-self.limit :]
+                self._known = known = dict(newest)
+                await asyncio.to_thread(self._rewrite, newest)
 
     def _append(self, line: dict[str, str | None]) -> None:
         make_private_dir(self.path.parent)
         append_jsonl(self.path, [line], fsync=True)
+
+    def _rewrite(self, entries: list[tuple[str, tuple[str, str | None]]]) -> None:
+        lines = (dumps_line({"id": rid, "session": s, "leaf": leaf}) + "\n" for rid, (s, leaf) in entries)
+        atomic_write_text(self.path, "".join(lines))
 
 
 async def continue_response(
