@@ -4,8 +4,8 @@ not a test).
 
     .venv/bin/python bench/openai_face.py [--turns 40] [--rounds 5] [--tokens 300]
 
-One server with ``[http] openai = true``; each round runs ``--turns`` sequential turns of each kind,
-in an order rotated every round (so the machine's drift is shared), each on a fresh session:
+One server with ``[http] openai = true``; turns of each kind alternate one by one (the order
+rotated every turn, so the machine's drift is shared), each on a fresh session:
 
 * ``invoke``: ``POST /invoke`` (SSE of AgentEvents);
 * ``chat``: ``POST /v1/chat/completions`` streaming, one user message: the one-off session
@@ -14,9 +14,9 @@ in an order rotated every round (so the machine's drift is shared), each on a fr
 * ``chat+history``: streaming, 6 earlier messages re-sent (the one-off session seeded first);
 * ``responses``: ``POST /v1/responses`` streaming (a kept session, the response id recorded).
 
-Server CPU is read from ``/proc/<pid>/task/*/schedstat`` around each block (see
-:mod:`hotpath`); the figure is the median over rounds of CPU ms per turn, and each kind's ratio
-to ``invoke``'s (target: ``chat`` within 1.10).
+Server CPU is read from ``/proc/<pid>/task/*/schedstat`` around each turn (and the 20 ms after
+it, when a one-off session is deleted; see :mod:`hotpath`); the figure is the median CPU ms per
+turn with its interquartile range, and each kind's ratio to ``invoke``'s (target: within 1.10).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hotpath import Build, FakeModel, Server, client, cpu_ns, make_agent, tokens
 
 ROOT = Path(__file__).resolve().parents[1]
+SETTLE_S = 0.02
 TurnFn = Callable[[aiohttp.ClientSession, str, int], Awaitable[None]]
 
 
@@ -122,21 +123,22 @@ async def run(opts: argparse.Namespace) -> None:
                 for _ in range(3):
                     await KINDS[kind](http, base, opts.tokens)
             for round_ in range(opts.rounds):
-                order = names[round_ % len(names) :] + names[: round_ % len(names)]
-                for kind in order:
-                    before = cpu_ns(server.pid)
-                    for _ in range(opts.turns):
+                for i in range(opts.turns):
+                    shift = (round_ + i) % len(names)
+                    for kind in names[shift:] + names[:shift]:
+                        before = cpu_ns(server.pid)
                         await KINDS[kind](http, base, opts.tokens)
-                    await asyncio.sleep(0.3)  # one-off sessions are deleted just after their turn
-                    figures[kind].append((cpu_ns(server.pid) - before) / opts.turns / 1e6)
+                        await asyncio.sleep(SETTLE_S)  # a one-off session is deleted just after
+                        figures[kind].append((cpu_ns(server.pid) - before) / 1e6)
         reference = statistics.median(figures["invoke"])
         print(
             f"server CPU per turn, {opts.tokens}-token answers, "
-            f"median of {opts.rounds} rounds x {opts.turns} turns"
+            f"median of {opts.rounds * opts.turns} turns each, measured one by one, kinds interleaved"
         )
         for kind in names:
             median = statistics.median(figures[kind])
-            spread = f"{min(figures[kind]):.2f}-{max(figures[kind]):.2f}"
+            quart = statistics.quantiles(figures[kind], n=4)
+            spread = f"IQR {quart[0]:.2f}-{quart[2]:.2f}"
             print(f"  {kind:<13} {median:7.2f} ms  ({spread})  ratio {median / reference:5.3f}")
         if server.warnings():
             print(f"  the server logged {server.warnings()} warning lines: {server.log}")

@@ -1,7 +1,10 @@
 """``POST /v1/chat/completions``: a turn as a ``chat.completion`` or a stream of
 ``chat.completion.chunk`` messages ending ``data: [DONE]``.
 
-Streaming: the first chunk carries ``delta.role = "assistant"``; answer text is ``delta.content``,
+Streaming: chunks carry what clients read (``id``, ``object``, ``created``, ``model``,
+``choices[{index, delta, finish_reason}]``) and leave out the always-null ``logprobs`` and
+``system_fingerprint`` (a chunk per token: its size is most of the face's cost per turn); the
+first chunk carries ``delta.role = "assistant"``; answer text is ``delta.content``,
 reasoning ``delta.reasoning_content`` (the field llama.cpp, vLLM and DeepSeek stream it in, which
 Open WebUI shows as thinking); the last choice chunk has ``finish_reason``; with
 ``stream_options.include_usage`` every chunk has ``"usage": null`` and one more chunk with empty
@@ -61,10 +64,10 @@ class ChunkEncoder:
         usage = ',"usage":null' if include_usage else ""
         head = (
             f'{{"id":"{self.id}","object":"chat.completion.chunk","created":{self.created},'
-            f'"model":{json_string(model)},"system_fingerprint":null,"choices":[{{"index":0,"delta":{{'
+            f'"model":{json_string(model)},"choices":[{{"index":0,"delta":{{'
         )
         self._head = head
-        self._tail = f'}},"logprobs":null,"finish_reason":null}}]{usage}}}\n\n'
+        self._tail = f'}},"finish_reason":null}}]{usage}}}\n\n'
         self._started = False
 
     def _chunk(self, delta: str) -> str:
@@ -89,9 +92,7 @@ class ChunkEncoder:
     def _finish(self, event: Completed) -> str:
         opening = "" if self._started else self._chunk('"content":""')
         last: dict[str, Any] = self._base()
-        last["choices"] = [
-            {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason(event.data)}
-        ]
+        last["choices"] = [{"index": 0, "delta": {}, "finish_reason": finish_reason(event.data)}]
         if self.include_usage:
             last["usage"] = None
         out = f"{opening}data: {json_text(last)}\n\n"
@@ -108,7 +109,6 @@ class ChunkEncoder:
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "system_fingerprint": None,
         }
 
 

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -77,7 +78,7 @@ class OpenAIFace:
         if path == f"{PREFIX}/models":
             return self._method(request, "GET") or self.models()
         if path.startswith(f"{PREFIX}/models/"):
-            return self._method(request, "GET") or self.model_info(path[len(PREFIX) + 8 :])
+            return self._method(request, "GET") or self.model_info(unquote(path[len(PREFIX) + 8 :]))
         if path == f"{PREFIX}/chat/completions":
             return self._method(request, "POST") or await self._turn(request, self.chat)
         if path == f"{PREFIX}/responses":
@@ -220,14 +221,20 @@ class OpenAIFace:
         try:
             async for event in events:
                 if isinstance(event, Completed) and not planned.one_off:
-                    view = await self.sessions.read(planned.scope.session)
-                    leaf = view.leaf_id if view is not None else None
-                    await self.index.record(response_id, planned.scope.session, leaf)
+                    await self._remember(response_id, planned.scope.session)
                 yield event
         finally:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    async def _remember(self, response_id: str, session: str) -> None:
+        try:
+            view = await self.sessions.read(session)
+            await self.index.record(response_id, session, view.leaf_id if view is not None else None)
+        except (OSError, FastagentError) as exc:  # the answer stands; only its id cannot be continued
+            reason = exc.message if isinstance(exc, FastagentError) else f"{type(exc).__name__}: {exc}"
+            log.warning("[host] could not record response %s of session %s: %s", response_id, session, reason)
 
     # --- one-off sessions ---------------------------------------------------------------------
 
