@@ -25,6 +25,10 @@ Inside ``channels/``: the kit (``channels/kit/``) imports no platform, and a pla
 folder or module of ``channels/`` but its ``__init__``) imports the kit and itself only, never
 another platform.
 
+A protocol face (``serving/faces/<name>/``, ``[http] <name> = true``) is imported by its own
+modules only: ``serving/faces/__init__.py`` loads it by name when it is switched on, so a server
+without the face never loads it.
+
 Each third-party heavyweight is imported by the package that owns it only (:data:`HEAVY_HOMES`),
 so an accidental import on the CLI's start-up path fails here, not in a benchmark; the modules of
 :data:`HEAVY_LAZY_ALLOWED` may import one inside a function (login's terminal prompts).
@@ -83,6 +87,7 @@ HEAVY_LAZY_ALLOWED = {
 }
 """``(heavyweight, module)``: may import it inside a function (only when that command asks)."""
 CHANNELS = f"{PACKAGE}.channels"
+FACES = f"{PACKAGE}.serving.faces"
 CHANNEL_KIT = "kit"
 EXCLUDED = ("data",)
 """Template files shipped as data (they import the package as a user would)."""
@@ -202,6 +207,27 @@ def channel_violations(root: Path) -> list[str]:
     return found
 
 
+def face_of(module: str) -> str | None:
+    """The face package a module is in (``fastagent_cli.serving.faces.openai``), else ``None``."""
+    if not module.startswith(FACES + "."):
+        return None
+    return f"{FACES}.{module[len(FACES) + 1 :].split('.')[0]}"
+
+
+def face_violations(root: Path) -> list[str]:
+    """Imports of a face's modules from outside that face (it loads only when switched on)."""
+    found = []
+    for edge in imports(root):
+        face = face_of(edge.imported)
+        if face is None or face_of(edge.importer) == face:
+            continue
+        found.append(
+            f"{edge.where()}: {edge.importer} imports {edge.imported}; a face is loaded by name "
+            "(serving/faces/load_faces) and only when [http] switches it on"
+        )
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class External:
     importer: str
@@ -302,6 +328,30 @@ def test_no_import_cycles() -> None:
 def test_channel_platforms_stand_on_the_kit_alone() -> None:
     found = channel_violations(ROOT)
     assert not found, "channels/ rule broken (see tests/test_layers.py):\n" + "\n".join(found)
+
+
+def test_faces_load_only_when_switched_on() -> None:
+    found = face_violations(ROOT)
+    assert not found, "face imported from outside it:\n" + "\n".join(found)
+
+
+def test_the_face_rule_catches_what_it_forbids(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "serving/__init__.py": "",
+            "serving/service.py": "from fastagent_cli.serving.faces.openai.routes import OpenAIFace\n",
+            "serving/faces/__init__.py": "def load():\n    import importlib\n",
+            "serving/faces/openai/__init__.py": "from fastagent_cli.serving.faces.openai.routes import x\n",
+            "serving/faces/openai/routes.py": "from fastagent_cli.serving.faces import FaceContext\n",
+            "serving/faces/mcp/__init__.py": "from fastagent_cli.serving.faces.openai import errors\n",
+        },
+    )
+    found = face_violations(root)
+    joined = "\n".join(found)
+    assert "fastagent_cli.serving.service imports fastagent_cli.serving.faces.openai.routes" in joined
+    assert "fastagent_cli.serving.faces.mcp imports fastagent_cli.serving.faces.openai" in joined
+    assert len(found) == 2  # a face imports itself and the shared faces package freely
 
 
 def test_heavyweights_are_imported_by_their_packages_only() -> None:

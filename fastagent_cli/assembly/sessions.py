@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.assembly.control.writes import write_settings
+from fastagent_cli.assembly.control.writes import delete_session, fork_session, write_settings
 from fastagent_cli.control import ActionResult
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.errors import CredentialError, FastagentError, UsageError
+from fastagent_cli.errors import CredentialError, FastagentError, SessionError, UsageError
 from fastagent_cli.messages import Message
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.registry import parse_spec
@@ -66,6 +66,13 @@ class SessionPort:
     def location(self, session: str) -> Path | None:
         """Where the record of ``session`` lives (``None`` in memory)."""
         return self._store.location(session)
+
+    async def exists(self, session: str) -> bool:
+        """Whether ``session`` has a record (a file store answers from its index; a database
+        store, which has no locations, by reading it)."""
+        if self._store.location(session) is not None:
+            return True
+        return await self._store.read(session) is not None
 
     def defaults(self) -> SessionSettings:
         """The settings of a session with no overrides (the agent's model and thinking level)."""
@@ -210,6 +217,30 @@ class SessionPort:
             entries.append(("thinking_level_change", {"thinkingLevel": settings.requested_thinking}))
         if entries:
             await write_settings(self._engine, session, lambda _record: (entries, settings), create=True)
+
+    async def seed(self, session: str, messages: Sequence[Message]) -> None:
+        """Create ``session`` with ``messages`` as its history, in one write under its lease: a
+        client that sends the whole conversation each time (the OpenAI-compatible face) gets the
+        model to see exactly that history. SessionError when the session exists already,
+        SessionBusyError while another writer holds it."""
+        async with self._store.leased(session):
+            if await self._store.read(session) is not None:
+                raise SessionError(f'session "{session}" exists already: it cannot be seeded')
+            record = await self._store.open_or_create(session)
+            if messages:
+                record.append_many([("message", {"message": message}) for message in messages])
+                await record.flush()
+
+    async def discard(self, session: str) -> ActionResult:
+        """Delete ``session`` (between runs, under its lease): what a one-off session is once its
+        turn settled. ``session_busy`` / ``no_such_session`` as the hub's ``delete``."""
+        return await delete_session(self._engine, session)
+
+    async def fork(self, source: str, at: str, into: str) -> ActionResult:
+        """Copy ``source``'s conversation up to entry ``at`` into the new session ``into`` (the
+        hub's ``fork``, whatever ``session_control`` says): a client continuing from an earlier
+        point of a conversation that moved on."""
+        return await fork_session(self._engine, source, at, into)
 
     async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
         """Start compacting ``session``: accepted fast, the outcome arrives on the session's events

@@ -71,6 +71,7 @@ __all__ = [
     "CODING_TOOL_NAMES",
     "CONFIG_NAME",
     "WEB_CHAT_WITHOUT_PLANE",
+    "HTTP_FACES",
     "FastagentConfig",
     "McpServerConfig",
     "load_config",
@@ -95,6 +96,13 @@ _HOST_NAME = re.compile(r"\.?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-
 _ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:[0-9]{1,5})?")
 
 
+HTTP_FACES: dict[str, str] = {
+    "openai": "OpenAI-compatible API on /v1",
+}
+"""The protocol faces ``[http]`` switches on, each a boolean of its own name (off by default): name
+-> what it serves, as ``info`` and the startup lines say it."""
+
+
 class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
@@ -106,6 +114,8 @@ class HttpConfig(_Strict):
     subdomains; ``"*"``: any). See :mod:`fastagent_cli.serving.request_guard`."""
     allowed_origins: list[str] = Field(default_factory=list)
     """Web origins (``https://app.example.com``) that may call across origins (CORS)."""
+    openai: bool = False
+    """The OpenAI-compatible API under ``/v1`` (:mod:`fastagent_cli.serving.faces.openai`)."""
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -133,6 +143,10 @@ class HttpConfig(_Strict):
                 )
             out.append(origin)
         return out
+
+    def faces(self) -> list[str]:
+        """The faces switched on, in :data:`HTTP_FACES` order."""
+        return [name for name in HTTP_FACES if getattr(self, name, False) is True]
 
     @field_validator("token")
     @classmethod

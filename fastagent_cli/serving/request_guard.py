@@ -39,7 +39,7 @@ from fastagent_cli.serving.router import Handler
 __all__ = ["CORS_ALLOW_HEADERS", "CORS_ALLOW_METHODS", "RequestGuard"]
 
 CORS_ALLOW_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-CORS_ALLOW_HEADERS = "authorization, content-type, last-event-id"
+CORS_ALLOW_HEADERS = "authorization, content-type, last-event-id, x-fastagent-session"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 

@@ -27,6 +27,8 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * the web chat page (``GET /`` and ``/webchat/*``) when ``[http] web_chat`` says so, or unset
   with ``web_chat_default`` (``dev``); it turns the control plane on
   (:mod:`~fastagent_cli.serving.webchat` has the rules);
+* the protocol faces ``[http]`` switches on (``openai = true``: ``/v1``), each module imported
+  only then (:mod:`~fastagent_cli.serving.faces`), behind the same token as ``/invoke``;
 * every route sits behind :class:`~fastagent_cli.serving.request_guard.RequestGuard` (``Host``
   and ``Origin`` checks, CORS for ``[http] allowed_origins``), whatever mounts it later;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
@@ -61,6 +63,7 @@ from fastagent_cli.serving.control import (
     control_access,
     create_control_plane,
 )
+from fastagent_cli.serving.faces import Face, FaceContext, load_faces
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
@@ -68,6 +71,7 @@ from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback
 from fastagent_cli.serving.notices import NoticeHost
 from fastagent_cli.serving.request_guard import RequestGuard
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
+from fastagent_cli.serving.sse import KeyedStreams
 from fastagent_cli.serving.webchat import (
     WEB_CHAT_KEY,
     WEB_CHAT_PREFIX,
@@ -148,6 +152,8 @@ class AgentService:
     guard: RequestGuard = field(default_factory=RequestGuard)
     """The ``Host`` / ``Origin`` / CORS checks in front of every route (``[http] allowed_hosts``,
     ``allowed_origins``); :meth:`RequestGuard.allow_public_url` adds a tunnel's name."""
+    faces: list[Face] = field(default_factory=list)
+    """The protocol faces ``[http]`` switched on (``openai = true``...), mounted beside ``/invoke``."""
 
     @property
     def agent_dir(self) -> Path:
@@ -196,6 +202,7 @@ class AgentService:
         finally:
             try:
                 await close_route_channels(self.loaded)
+                await close_faces(self.faces)
             finally:
                 await self.opened.aclose()
 
@@ -228,18 +235,42 @@ async def close_route_channels(loaded: LoadedChannels) -> None:
             log.warning("[fastagent] %s: closing it raised %s: %s", file, type(exc).__name__, exc)
 
 
+async def close_faces(faces: list[Face]) -> None:
+    for face in faces:
+        if face.aclose is None:
+            continue
+        try:
+            await face.aclose()
+        except Exception as exc:
+            log.warning("[fastagent] closing the %s face raised %s: %s", face.name, type(exc).__name__, exc)
+
+
+def mount_faces(faces: list[Face], routes: dict[str, Handler], mounts: dict[str, Handler]) -> None:
+    """Add the faces' routes and mounts; ServeError when one takes a route already served."""
+    for face in faces:
+        for key, handler in face.routes.items():
+            if key in routes:
+                raise ServeError(f'route setup refused: [http] {face.name} serves "{key}", which is taken')
+            routes[key] = handler
+        for prefix, handler in face.mounts.items():
+            if prefix in mounts:
+                raise ServeError(f'route setup refused: [http] {face.name} mounts "{prefix}", which is taken')
+            mounts[prefix] = handler
+
+
 def compose_routes(
     loaded: LoadedChannels,
     agent: Agent,
     is_ready: Callable[[], bool],
     token: InvokeToken | None = None,
     store_reachable: Callable[[], bool] = lambda: True,
+    streams: KeyedStreams | None = None,
 ) -> dict[str, Handler]:
     """Channel routes, plus ``/invoke`` when no channel file is enabled (behind ``token`` when
     there is one), plus ``GET /health`` unless a channel answers it."""
     routes: dict[str, Handler] = dict(loaded.routes)
     if not loaded.enabled:
-        routes[INVOKE_KEY] = create_invoke_handler(agent, token)
+        routes[INVOKE_KEY] = create_invoke_handler(agent, token, streams)
     health = RouteKey("GET", "/health")
     if not any(parse_route_key(key).overlaps(health) for key in routes):
         routes[HEALTH_KEY] = create_health_handler(is_ready, store_reachable)
@@ -293,6 +324,7 @@ async def open_agent_service(
     ``FASTAGENT_CONTROL_TOKEN`` is not set (``dev`` keeps one across worker restarts)."""
     agent = opened.agent
     loaded = LoadedChannels()
+    faces: list[Face] = []
     try:
         token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
         await opened.connect()  # the state database: unreachable fails startup with one line
@@ -304,7 +336,10 @@ async def open_agent_service(
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         backend = opened.backend
-        routes = compose_routes(loaded, agent, connections.is_ready, token, lambda: backend.reachable)
+        streams = KeyedStreams()
+        routes = compose_routes(
+            loaded, agent, connections.is_ready, token, lambda: backend.reachable, streams
+        )
         chat = plan_web_chat(opened, loaded.routes, web_chat_default)
         access: ControlAccess | None = None
         detached: DetachedRuns | None = None
@@ -320,6 +355,8 @@ async def open_agent_service(
             detached = DetachedRuns()
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
         http = opened.config.http
+        faces = load_faces(http.faces(), FaceContext(opened, agent, token, streams))
+        mount_faces(faces, routes, mounts)
         guard = RequestGuard(http.allowed_hosts, http.allowed_origins)
         handler = guard.wrap(build_router(routes, mounts))
         await start_route_channels(loaded)
@@ -327,6 +364,7 @@ async def open_agent_service(
     except BaseException:
         with contextlib.suppress(Exception):
             await close_route_channels(loaded)
+            await close_faces(faces)
         await opened.aclose()
         raise
     summary = ChannelsSummary(
@@ -349,4 +387,5 @@ async def open_agent_service(
         chat,
         detached,
         guard=guard,
+        faces=faces,
     )

@@ -124,11 +124,16 @@ class _Held:
 
 class _Reader:
     def __init__(
-        self, response: web.StreamResponse, events: AsyncIterator[Any], encode: Callable[[Any], str]
+        self,
+        response: web.StreamResponse,
+        events: AsyncIterator[Any],
+        encode: Callable[[Any], str],
+        framed: bool = False,
     ) -> None:
         self.response = response
         self.events = events
         self.encode = encode
+        self.framed = framed
         self.writing = False
         self._queued: list[str] = []
         self._queued_bytes = 0
@@ -144,7 +149,9 @@ class _Reader:
         try:
             async with closing(self.events) as events:
                 async for event in events:
-                    message = f"data: {self.encode(event)}\n\n"
+                    message = self.encode(event) if self.framed else f"data: {self.encode(event)}\n\n"
+                    if not message:
+                        continue  # framed: an item that says nothing
                     self._queued.append(message)
                     self._queued_bytes += len(message)
                     self._wake.set()
@@ -195,9 +202,12 @@ async def stream_events(
     encode: Callable[[Any], str] = event_to_wire,
     headers: Mapping[str, str] | None = None,
     stop: asyncio.Event | None = None,
+    framed: bool = False,
 ) -> web.StreamResponse:
     """Answer ``request`` with ``events`` as SSE (200), each item one ``data:`` line of
     ``encode(item)`` (an ``AgentEvent``'s JSON by default) and ``headers`` added to the SSE ones.
+    ``framed``: ``encode(item)`` is the whole message (``event: ...\ndata: ...\n\n``), for
+    protocols whose events are named.
     Returns when the stream ends, the client leaves or ``stop`` is set (by
     :meth:`KeyedStreams.reclaim`); the stream is closed in every case."""
     response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **(headers or {})})
@@ -208,7 +218,7 @@ async def stream_events(
         if aclose is not None:
             await aclose()
         raise
-    reader = _Reader(response, events, encode)
+    reader = _Reader(response, events, encode, framed)
     task = asyncio.create_task(reader.run())
     # However this handler ends (it may itself be cancelled mid-cleanup when the client leaves), a
     # reader that failed writing to a closed connection is never "Task exception was never
