@@ -71,6 +71,7 @@ __all__ = [
     "CODING_TOOL_NAMES",
     "CONFIG_NAME",
     "WEB_CHAT_WITHOUT_PLANE",
+    "HTTP_FACES",
     "FastagentConfig",
     "McpServerConfig",
     "load_config",
@@ -95,10 +96,22 @@ _HOST_NAME = re.compile(r"\.?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-
 _ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:[0-9]{1,5})?")
 
 
+HTTP_FACES: dict[str, str] = {
+    "mcp": "MCP server on /mcp",
+    "a2a": "A2A agent on /a2a",
+}
+"""The protocol faces ``[http]`` switches on, each a boolean of its own name (off by default): name
+-> what it serves, as ``info`` and the startup lines say it."""
+
+
 class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
     token: str | None = None
+    mcp: bool = False
+    """The MCP server on ``/mcp`` (:mod:`fastagent_cli.serving.faces.mcp`)."""
+    a2a: bool = False
+    """The A2A agent card and JSON-RPC endpoint (:mod:`fastagent_cli.serving.faces.a2a`)."""
     web_chat: bool | None = None
     """The web chat page on ``GET /`` (``None``: on under ``dev``, off under ``start``)."""
     allowed_hosts: list[str] = Field(default_factory=list)
@@ -133,6 +146,10 @@ class HttpConfig(_Strict):
                 )
             out.append(origin)
         return out
+
+    def faces(self) -> list[str]:
+        """The faces switched on, in :data:`HTTP_FACES` order."""
+        return [name for name in HTTP_FACES if getattr(self, name, False) is True]
 
     @field_validator("token")
     @classmethod

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from fastagent_cli.definition.config import FastagentConfig
+from fastagent_cli.definition.config import HTTP_FACES, FastagentConfig
 from fastagent_cli.definition.live_tools import LiveTools
 from fastagent_cli.definition.placement import Placement, display_name
 from fastagent_cli.definition.prompt import LoadedDefinition
@@ -88,6 +88,9 @@ def summary_rows(
         rows.append(("deferred", f"{', '.join(deferred)} (activated via search_tools)"))
     if config.mcp_servers:
         rows.append(("mcp", ", ".join(config.mcp_servers)))
+    faces = config.http.faces()
+    if faces:
+        rows.append(("faces", ", ".join(f"{name} ({HTTP_FACES[name]})" for name in faces)))
     code_mode = live.code_mode_summary()
     if code_mode is not None:
         rows.append(("code mode", code_mode))

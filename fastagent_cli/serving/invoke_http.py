@@ -76,15 +76,18 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
     return Scope(session, parent, tuple(hints)), Prompt(text)
 
 
-def create_invoke_handler(agent: Agent, token: InvokeToken | None = None) -> Handler:
+def create_invoke_handler(
+    agent: Agent, token: InvokeToken | None = None, streams: KeyedStreams | None = None
+) -> Handler:
     """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
     405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server.
-    ``token``: require it as a bearer token.
+    ``token``: require it as a bearer token. ``streams``: the streams in flight per session, when
+    shared with the protocol faces.
 
     A turn on a session whose previous stream's client already left first stops that stream and
     waits for it to close (:meth:`~fastagent_cli.serving.sse.KeyedStreams.reclaim`), so a client
     that drops a turn and asks again at once is not answered ``session_busy``."""
-    streams = KeyedStreams()
+    streams = KeyedStreams() if streams is None else streams
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:
         refused = refuse_method(request)

@@ -38,6 +38,7 @@ from fastagent_cli.serving.control import (
     remove_control_file,
     write_control_file,
 )
+from fastagent_cli.serving.faces import check_face_exposure
 from fastagent_cli.serving.host import Server, serve
 from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
@@ -179,6 +180,7 @@ async def _serve(
     host = resolve_bind(options, config.http.host)
     try:
         check_tunnel_bind(options, config.http.host)
+        check_face_exposure(service.faces, host, tunnel=options.tunnel, token=service.token)
         sockets = link.listen_sockets() if link is not None else []  # the dev supervisor's
         port = resolve_port(options, config.http.port)
         server = serve(service.handler, port=port, host=host, close_timeout=_HANDLER_GRACE_S, sockets=sockets)

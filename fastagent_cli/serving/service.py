@@ -61,6 +61,7 @@ from fastagent_cli.serving.control import (
     control_access,
     create_control_plane,
 )
+from fastagent_cli.serving.faces import Face, FaceContext, load_faces
 from fastagent_cli.serving.health import HEALTH_KEY, create_health_handler
 from fastagent_cli.serving.invoke_auth import InvokeToken, resolve_invoke_token
 from fastagent_cli.serving.invoke_http import create_invoke_handler
@@ -68,6 +69,7 @@ from fastagent_cli.serving.long_connections import STOP_TIMEOUT_S, CloseCallback
 from fastagent_cli.serving.notices import NoticeHost
 from fastagent_cli.serving.request_guard import RequestGuard
 from fastagent_cli.serving.router import Handler, RouteKey, build_router, parse_route_key
+from fastagent_cli.serving.sse import KeyedStreams
 from fastagent_cli.serving.webchat import (
     WEB_CHAT_KEY,
     WEB_CHAT_PREFIX,
@@ -148,6 +150,8 @@ class AgentService:
     guard: RequestGuard = field(default_factory=RequestGuard)
     """The ``Host`` / ``Origin`` / CORS checks in front of every route (``[http] allowed_hosts``,
     ``allowed_origins``); :meth:`RequestGuard.allow_public_url` adds a tunnel's name."""
+    faces: list[Face] = field(default_factory=list)
+    """The protocol faces switched on in ``[http]`` (:mod:`fastagent_cli.serving.faces`)."""
 
     @property
     def agent_dir(self) -> Path:
@@ -196,6 +200,9 @@ class AgentService:
         finally:
             try:
                 await close_route_channels(self.loaded)
+                for face in self.faces:
+                    if face.aclose is not None:
+                        await face.aclose()
             finally:
                 await self.opened.aclose()
 
@@ -234,12 +241,13 @@ def compose_routes(
     is_ready: Callable[[], bool],
     token: InvokeToken | None = None,
     store_reachable: Callable[[], bool] = lambda: True,
+    streams: KeyedStreams | None = None,
 ) -> dict[str, Handler]:
     """Channel routes, plus ``/invoke`` when no channel file is enabled (behind ``token`` when
     there is one), plus ``GET /health`` unless a channel answers it."""
     routes: dict[str, Handler] = dict(loaded.routes)
     if not loaded.enabled:
-        routes[INVOKE_KEY] = create_invoke_handler(agent, token)
+        routes[INVOKE_KEY] = create_invoke_handler(agent, token, streams)
     health = RouteKey("GET", "/health")
     if not any(parse_route_key(key).overlaps(health) for key in routes):
         routes[HEALTH_KEY] = create_health_handler(is_ready, store_reachable)
@@ -304,7 +312,10 @@ async def open_agent_service(
         schedules = await scheduler(opened) if scheduler is not None else None
         connections = LongConnections(loaded.long_connections, ctx, on_channel_closed)
         backend = opened.backend
-        routes = compose_routes(loaded, agent, connections.is_ready, token, lambda: backend.reachable)
+        streams = KeyedStreams()
+        routes = compose_routes(
+            loaded, agent, connections.is_ready, token, lambda: backend.reachable, streams
+        )
         chat = plan_web_chat(opened, loaded.routes, web_chat_default)
         access: ControlAccess | None = None
         detached: DetachedRuns | None = None
@@ -320,6 +331,13 @@ async def open_agent_service(
             detached = DetachedRuns()
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
         http = opened.config.http
+        faces = load_faces(http.faces(), FaceContext(opened, agent, token, streams))
+        for face in faces:
+            taken = [key for key in face.routes if key in routes]
+            if taken:
+                raise ServeError(f'[http] {face.name} = true serves "{taken[0]}", which is already served')
+            routes.update(face.routes)
+            mounts.update(face.mounts)
         guard = RequestGuard(http.allowed_hosts, http.allowed_origins)
         handler = guard.wrap(build_router(routes, mounts))
         await start_route_channels(loaded)
@@ -349,4 +367,5 @@ async def open_agent_service(
         chat,
         detached,
         guard=guard,
+        faces=faces,
     )

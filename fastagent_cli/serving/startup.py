@@ -115,6 +115,9 @@ def startup_report(
         routes.append(f"{WEB_CHAT_KEY} and {WEB_CHAT_PREFIX}/* (web chat)")
     if service.control is not None:
         routes.append(f"{service.control.prefix}/* (session control)")
+    for face in service.faces:
+        routes = [key for key in routes if key not in face.routes]
+        routes.extend(face.keys())
     report.lines.append(_row("routes", ", ".join(routes)))
     if service.channels.long_connections:
         report.lines.append(f"long connections: {', '.join(service.channels.long_connections)}")
@@ -137,6 +140,8 @@ def startup_report(
             if exposed is not None:
                 report.warnings.append(exposed)
         report.serving.append(curl_line(host, port, service.token))
+    for face in service.faces:
+        report.serving.extend(face.startup(local_base_url(host, port)))
     if service.web_chat.note is not None:
         report.lines.append(service.web_chat.note)
     if service.web_chat.served:
