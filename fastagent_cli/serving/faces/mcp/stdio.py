@@ -5,8 +5,10 @@ Newline-delimited JSON-RPC, one message per line each way (MCP stdio transport).
 protocol messages only: the command claims it first, so a tool's ``print`` or a child process
 writes to stderr, where the log lines go too. Requests run concurrently (a
 ``notifications/cancelled`` read while a turn runs stops it). A line longer than the host's body
-cap (1 MiB) is answered ``-32600`` and skipped. End of input (the client closing the pipe) stops
-the running turns and ends the process with status 0.
+cap (1 MiB) is answered ``-32600`` and skipped. End of input (the client closing the pipe) lets
+the requests in flight answer, then ends the process with status 0; cancelling :func:`serve_stdio`
+(``fastagent mcp`` on SIGTERM / SIGINT, which a client sends when the wait is too long) aborts
+their turns instead.
 
 stdin is read by a daemon thread (a pipe, a file or a terminal alike; it never holds the process
 open at exit), stdout written off the event loop.
@@ -92,6 +94,8 @@ async def serve_stdio(connection: McpConnection, stdin: BinaryIO, stdout: TextIO
         while True:
             line = await queue.get()
             if line == _EOF:
+                if running:
+                    await asyncio.wait(set(running))
                 return
             if line is None:
                 await writer.send(error_message(None, INVALID_REQUEST, "Invalid Request: message over 1 MiB"))
