@@ -56,6 +56,7 @@ INFO_KEYS = (
     "scheduleFailures",
     "selfSchedule",
     "sessionControl",
+    "faces",
     "stateRoot",
     "stateBackend",
     "sessionsDir",
@@ -128,6 +129,7 @@ def info_document(
         "scheduleFailures": [{"file": f.file, "error": f.error} for f in surface.schedules.failures],
         "selfSchedule": surface.config.self_schedule,
         "sessionControl": surface.config.session_control,
+        "faces": surface.config.http.faces(),
         "stateRoot": str(surface.state_root),
         "stateBackend": _backend(surface),
         "sessionsDir": str(surface.sessions_dir),
@@ -217,6 +219,10 @@ def _print_text(doc: dict[str, Any]) -> None:
     shown = [f"{s['name']} (next {s['next'] or 'never'})" for s in doc["schedules"]]
     line("schedules", ", ".join(shown) or "(none)")
     line("selfSchedule", "on" if doc["selfSchedule"] else "off")
+    if doc["faces"]:
+        from fastagent_cli.definition.config import HTTP_FACES
+
+        line("faces", ", ".join(f"{name} ({HTTP_FACES[name]})" for name in doc["faces"]))
     line("state", doc["stateRoot"])
     line("backend", doc["stateBackend"])
     line("sessions", doc["sessionsDir"])
