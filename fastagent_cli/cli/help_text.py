@@ -51,7 +51,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "fastagent sessions import ../other-bot",
     ),
     "mcp": (
-        "claude mcp add my-agent -- fastagent mcp ~/agents/my-agent",
+        "fastagent mcp ~/agents/my-agent",
         "fastagent mcp ./bot --model openai/gpt-4.1",
     ),
     "start": ("fastagent start", "PORT=9000 fastagent start ./bot"),

@@ -69,7 +69,10 @@ async def _serve(surface: AgentSurface, stdin: BinaryIO, stdout: TextIO) -> None
 @sessions_dir_option
 @auth_path_option
 def mcp(directory: str, **rest: Any) -> None:
-    """Serve the agent in DIR (default .) as an MCP server on stdio (tool: ask)."""
+    """Serve the agent in DIR (default .) as an MCP server on stdio (tool: ask).
+
+    Add it to Claude Code with: claude mcp add my-agent -- fastagent mcp DIR
+    """
     from fastagent_cli.assembly import inspect_agent_dir
     from fastagent_cli.cli.model_picker import ensure_model
     from fastagent_cli.logging_setup import configure_logging
