@@ -87,6 +87,7 @@ class TaskBoard:
         self.tasks[record.id] = record
         self._forget_old()
         record.run = asyncio.ensure_future(self._run(record))
+        record.run.add_done_callback(lambda _run: _settle(record))
         return record
 
     def cancel(self, record: TaskRecord) -> None:
@@ -136,3 +137,10 @@ class TaskBoard:
         finished = [key for key, r in self.tasks.items() if r.terminal]
         for key in finished[: max(0, len(self.tasks) - MAX_TASKS)]:
             del self.tasks[key]
+
+
+def _settle(record: TaskRecord) -> None:
+    """A run cancelled before it started never reached its own handler: it is canceled all the
+    same (a ``tasks/cancel`` waiting on it is answered)."""
+    if not record.terminal:
+        record.set_state("canceled", "canceled by the client")
