@@ -52,7 +52,8 @@ async def _serve(surface: AgentSurface, stdin: BinaryIO, stdout: TextIO) -> None
     opened = open_agent(surface)
     try:
         await opened.connect()
-        connection = McpConnection(McpServer(opened.agent, identity_of(opened)))
+        server = McpServer(opened.agent, identity_of(opened), opened.control.sessions)
+        connection = McpConnection(server)
         serving = asyncio.ensure_future(serve_stdio(connection, stdin, stdout))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

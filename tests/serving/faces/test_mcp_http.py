@@ -52,6 +52,10 @@ async def test_ask_streams_progress_answers_and_continues_its_session(agent: Pat
             assert client.protocol_version == "2025-11-25"
             assert client.server_info is not None and client.server_info.name == "agent"
             assert "terse helper" in (client.instructions or "")
+            assert client.server_capabilities.resources is None  # sessions: the control plane's
+            with pytest.raises(MCPError) as no_resources:
+                await client.list_resources()
+            assert no_resources.value.code == -32601
             tools = (await client.list_tools()).tools
             assert [t.name for t in tools] == ["ask"]
             assert tools[0].input_schema["required"] == ["message"]
@@ -78,6 +82,18 @@ async def test_ask_streams_progress_answers_and_continues_its_session(agent: Pat
             text = getattr(got.messages[0].content, "text", "")
             assert text.startswith("Read the log, group by kind.") and text.endswith("for v2")
         assert "Traceback" not in server.text
+
+
+async def test_with_the_control_plane_on_the_sessions_are_resources(make_agent: AgentFactory) -> None:
+    agent = face_agent(make_agent, "session_control = true\n[http]\nmcp = true\n")
+    async with ServerProcess.spawn("start", str(agent), *START) as server:
+        port = await server.port()
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp")) as client:
+            await client.call_tool("ask", {"message": "hi", "session": "r1"})
+            resources = (await client.list_resources()).resources
+            assert [r.uri for r in resources] == ["fastagent://session/r1"]
+            text = getattr((await client.read_resource(resources[0].uri)).contents[0], "text", "")
+            assert text.startswith("# Session r1\n") and "turn 1: hi" in text
 
 
 async def test_a_failed_turn_and_a_busy_session_are_tool_errors(agent: Path) -> None:

@@ -46,6 +46,19 @@ async def test_ask_over_stdio_streams_progress_and_continues_its_session(agent: 
         assert again.structured_content == {"session": session, "text": "turn 2: more"}
         prompts = (await client.list_prompts()).prompts
         assert [p.name for p in prompts] == ["release-notes"]
+        resources = (await client.list_resources()).resources
+        assert [(r.uri, r.title) for r in resources] == [(f"fastagent://session/{session}", "use a tool")]
+        transcript = (await client.read_resource(resources[0].uri)).contents[0]
+        assert getattr(transcript, "text", "").split("\n## ")[1:] == [
+            "user\n\nuse a tool\n",
+            "assistant\n\n(called: bash)\n\n> tool bash ok: tool-ran\n",
+            "assistant\n\nturn 1: use a tool\n",
+            "user\n\nmore\n",
+            "assistant\n\nturn 2: more\n",
+        ]
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("fastagent://session/nope")
+        assert missing.value.code == -32002
         with pytest.raises(MCPError) as unknown:
             await client.get_prompt("nope")
         assert unknown.value.code == -32602

@@ -1,5 +1,6 @@
 """The MCP server face: ``/mcp`` on ``start`` / ``dev`` with ``[http] mcp = true`` (streamable
-HTTP), and ``fastagent mcp [dir]`` (stdio). One tool, ``ask``; the skills as prompts.
+HTTP), and ``fastagent mcp [dir]`` (stdio). One tool, ``ask``; the skills as prompts; the sessions
+as resources (stdio, and ``/mcp`` with ``session_control = true``).
 
 The JSON-RPC wire is spoken here, on the host's aiohttp, not through the ``mcp`` SDK's server:
 its streamable HTTP transport is an ASGI app with a task-group session manager of its own, which
@@ -23,7 +24,9 @@ __all__ = ["MCP_KEY", "McpConnection", "McpServer", "create_face", "serve_stdio"
 
 
 def create_face(ctx: FaceContext) -> Face:
-    server = McpServer(ctx.agent, identity_of(ctx.opened))
+    opened = ctx.opened
+    sessions = opened.control.sessions if opened.session_control else None  # the plane's business
+    server = McpServer(ctx.agent, identity_of(opened), sessions)
     name = ctx.opened.name
 
     def startup(base: str) -> list[str]:

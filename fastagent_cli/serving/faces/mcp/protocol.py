@@ -13,6 +13,8 @@ offers is echoed, else the newest served):
   turn failed (a busy session included: that is this protocol's "busy", the model can retry);
 * ``prompts/list`` / ``prompts/get``: the agent's skills, each a prompt carrying the skill's
   instructions (optional argument ``request`` appended);
+* ``resources/list`` / ``resources/read``: the agent's sessions as transcripts, when the server
+  was given them (:mod:`.resources`);
 * ``notifications/cancelled``: the request it names stops, which aborts its turn (no answer is
   sent for it, as the protocol says).
 
@@ -28,7 +30,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastagent_cli.contract import Agent, AgentEvent
+from fastagent_cli.control import SessionCollection
 from fastagent_cli.serving.faces.identity import AgentIdentity
+from fastagent_cli.serving.faces.mcp.resources import ResourceError, list_sessions, read_session
 from fastagent_cli.serving.faces.turn import describe_event, new_session_id, run_turn
 
 __all__ = [
@@ -71,9 +75,13 @@ class _ParamsError(Exception):
 class McpServer:
     """What every connection serves: the agent and how it presents itself."""
 
-    def __init__(self, agent: Agent, identity: AgentIdentity) -> None:
+    def __init__(
+        self, agent: Agent, identity: AgentIdentity, sessions: SessionCollection | None = None
+    ) -> None:
         self.agent = agent
         self.identity = identity
+        self.sessions = sessions
+        """The sessions offered as resources (``None``: no resources)."""
 
     def ask_tool(self) -> Message:
         name = self.identity.name
@@ -180,10 +188,16 @@ class McpConnection:
                 result = {"prompts": self._prompts()}
             elif method == "prompts/get":
                 result = await self._get_prompt(params)
+            elif method == "resources/list" and self.server.sessions is not None:
+                result = await list_sessions(self.server.sessions, params.get("cursor"))
+            elif method == "resources/read" and self.server.sessions is not None:
+                result = await read_session(self.server.sessions, params.get("uri"))
             else:
                 return error_message(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         except _ParamsError as exc:
             return error_message(request_id, INVALID_PARAMS, f"Invalid params: {exc}")
+        except ResourceError as exc:
+            return error_message(request_id, exc.code, exc.message)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _initialize(self, params: dict[str, Any]) -> Message:
@@ -191,9 +205,12 @@ class McpConnection:
         version = offered if offered in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[0]
         self.protocol_version = version
         identity = self.server.identity
+        capabilities: Message = {"tools": {"listChanged": False}, "prompts": {"listChanged": False}}
+        if self.server.sessions is not None:
+            capabilities["resources"] = {"listChanged": False, "subscribe": False}
         return {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}, "prompts": {"listChanged": False}},
+            "capabilities": capabilities,
             "serverInfo": {"name": identity.name, "title": identity.name, "version": identity.version},
             "instructions": (
                 f"{identity.description} Use the `{ASK}` tool to talk to this agent; its answers name "
