@@ -36,4 +36,4 @@ def create_face(ctx: FaceContext) -> Face:
             f"mcp: {url} (streamable HTTP; claude mcp add --transport http {shlex.quote(name)} {url}{auth})"
         ]
 
-    return Face("mcp", routes={MCP_KEY: create_mcp_handler(server, ctx.token)}, startup=startup)
+    return Face("mcp", routes={MCP_KEY: create_mcp_handler(server, ctx.token, ctx.streams)}, startup=startup)

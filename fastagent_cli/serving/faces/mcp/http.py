@@ -10,7 +10,8 @@
 * ``GET /mcp`` is ``405``: this server sends nothing unasked (the protocol allows that answer).
 * ``DELETE /mcp`` ends the session (``204``) and aborts its running turns.
 * A client that drops a ``tools/call`` stream aborts that turn: nothing can resume it (no event
-  ids are sent), so its answer could never be delivered.
+  ids are sent), so its answer could never be delivered. A new ``ask`` on that session (here or on
+  ``/invoke``) first waits for the abort to settle, so it is not answered "busy".
 * ``MCP-Protocol-Version`` (sent after the handshake), when present, must be a served revision
   (``400`` otherwise). With a token (see :mod:`~fastagent_cli.serving.invoke_auth`) every request
   needs ``Authorization: Bearer <token>`` (``401`` first). ``Host`` and ``Origin`` are checked for
@@ -41,7 +42,7 @@ from fastagent_cli.serving.faces.mcp.protocol import (
 )
 from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler
-from fastagent_cli.serving.sse import SSE_HEADERS
+from fastagent_cli.serving.sse import SSE_HEADERS, KeyedStreams
 
 __all__ = ["MAX_SESSIONS", "MCP_KEY", "PING_INTERVAL_S", "SESSION_HEADER", "create_mcp_handler"]
 
@@ -69,9 +70,10 @@ def _refused(status: int, code: int, text: str, request_id: Any = None) -> web.R
 
 
 class McpHttp:
-    def __init__(self, server: McpServer, token: InvokeToken | None) -> None:
+    def __init__(self, server: McpServer, token: InvokeToken | None, streams: KeyedStreams) -> None:
         self.server = server
         self.token = token
+        self.streams = streams
         self.sessions: OrderedDict[str, McpConnection] = OrderedDict()
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -134,7 +136,12 @@ class McpHttp:
             await connection.handle(message, _no_notify)
             return web.Response(status=202)
         if message["method"] == "tools/call":
-            return await _stream(request, connection, message)
+            session = _ask_session(message)
+            if session is None:
+                return await _stream(request, connection, message, asyncio.Event())
+            await self.streams.reclaim(session)  # a stream on it whose client left: let it settle
+            with self.streams.holding(session, request) as stop:
+                return await _stream(request, connection, message, stop)
         answer = await connection.handle(message, _no_notify)
         if answer is None:
             return web.Response(status=202)
@@ -155,8 +162,20 @@ async def _no_notify(message: dict[str, Any]) -> None:
     return None
 
 
-async def _stream(request: web.BaseRequest, connection: McpConnection, message: Any) -> web.StreamResponse:
-    """Answer one request as an SSE stream: its notifications as they come, then its answer."""
+def _ask_session(message: Any) -> str | None:
+    """The session a ``tools/call`` of ``ask`` continues, if it names one."""
+    params = message.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    session = arguments.get("session") if isinstance(arguments, dict) else None
+    return session if isinstance(session, str) and session else None
+
+
+async def _stream(
+    request: web.BaseRequest, connection: McpConnection, message: Any, stop: asyncio.Event
+) -> web.StreamResponse:
+    """Answer one request as an SSE stream: its notifications as they come, then its answer.
+    ``stop`` (a new request on the same session found this client gone) ends it, aborting the
+    turn."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def notify(notification: dict[str, Any]) -> None:
@@ -165,12 +184,15 @@ async def _stream(request: web.BaseRequest, connection: McpConnection, message: 
     response = web.StreamResponse(status=200, headers=SSE_HEADERS)
     await response.prepare(request)
     work = asyncio.ensure_future(connection.handle(message, notify))
+    stopping = asyncio.ensure_future(stop.wait())
     try:
         while True:
             getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait(
-                {getting, work}, timeout=PING_INTERVAL_S, return_when="FIRST_COMPLETED"
-            )
+            waits = {getting, work, stopping}
+            done, _ = await asyncio.wait(waits, timeout=PING_INTERVAL_S, return_when="FIRST_COMPLETED")
+            if stopping in done:
+                getting.cancel()
+                return response
             if getting in done:
                 await response.write(_event(getting.result()))
                 continue
@@ -185,6 +207,7 @@ async def _stream(request: web.BaseRequest, connection: McpConnection, message: 
                 return response
             await response.write(b": ping\n\n")
     finally:
+        stopping.cancel()
         if not work.done():
             work.cancel()  # the client left (or the host is closing): the turn is aborted
             with contextlib.suppress(BaseException):
@@ -195,6 +218,10 @@ def _event(message: dict[str, Any]) -> bytes:
     return f"event: message\ndata: {json.dumps(message, ensure_ascii=False)}\n\n".encode()
 
 
-def create_mcp_handler(server: McpServer, token: InvokeToken | None = None) -> Handler:
-    """The ``/mcp`` handler (mount it as ``"/mcp"``, any method)."""
-    return McpHttp(server, token).handle
+def create_mcp_handler(
+    server: McpServer, token: InvokeToken | None = None, streams: KeyedStreams | None = None
+) -> Handler:
+    """The ``/mcp`` handler (route it as ``"/mcp"``, any method). ``streams``: the streams in
+    flight per session, shared with ``/invoke`` (a turn on a session whose client left is
+    reclaimed whichever entry asks next)."""
+    return McpHttp(server, token, KeyedStreams() if streams is None else streams).handle
