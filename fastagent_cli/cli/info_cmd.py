@@ -190,6 +190,8 @@ async def _probe_mcp(surface: AgentSurface) -> list[Tool]:
 
 
 def _print_text(doc: dict[str, Any]) -> None:
+    from fastagent_cli.definition.config import HTTP_FACES
+
     def line(label: str, value: str) -> None:
         click.echo(f"{label + ':' if label else '':<13} {value}")
 
@@ -220,8 +222,6 @@ def _print_text(doc: dict[str, Any]) -> None:
     line("schedules", ", ".join(shown) or "(none)")
     line("selfSchedule", "on" if doc["selfSchedule"] else "off")
     if doc["faces"]:
-        from fastagent_cli.definition.config import HTTP_FACES
-
         line("faces", ", ".join(f"{name} ({HTTP_FACES[name]})" for name in doc["faces"]))
     line("state", doc["stateRoot"])
     line("backend", doc["stateBackend"])

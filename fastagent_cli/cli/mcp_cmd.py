@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -46,15 +47,13 @@ def _claim_stdin() -> BinaryIO:
 
 async def _serve(surface: AgentSurface, stdin: BinaryIO, stdout: TextIO) -> None:
     from fastagent_cli.assembly import open_agent
-    from fastagent_cli.serving.faces.identity import identity_of
-    from fastagent_cli.serving.faces.mcp import McpConnection, McpServer, serve_stdio
+    from fastagent_cli.serving.faces import FACE_MODULES
 
+    face = importlib.import_module(FACE_MODULES["mcp"])  # a face is loaded by name
     opened = open_agent(surface)
     try:
         await opened.connect()
-        server = McpServer(opened.agent, identity_of(opened), opened.control.sessions)
-        connection = McpConnection(server)
-        serving = asyncio.ensure_future(serve_stdio(connection, stdin, stdout))
+        serving = asyncio.ensure_future(face.serve_opened(opened, stdin, stdout))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, serving.cancel)

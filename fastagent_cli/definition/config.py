@@ -108,10 +108,6 @@ class HttpConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     host: str | None = None
     token: str | None = None
-    mcp: bool = False
-    """The MCP server on ``/mcp`` (:mod:`fastagent_cli.serving.faces.mcp`)."""
-    a2a: bool = False
-    """The A2A agent card and JSON-RPC endpoint (:mod:`fastagent_cli.serving.faces.a2a`)."""
     web_chat: bool | None = None
     """The web chat page on ``GET /`` (``None``: on under ``dev``, off under ``start``)."""
     allowed_hosts: list[str] = Field(default_factory=list)
@@ -119,6 +115,10 @@ class HttpConfig(_Strict):
     subdomains; ``"*"``: any). See :mod:`fastagent_cli.serving.request_guard`."""
     allowed_origins: list[str] = Field(default_factory=list)
     """Web origins (``https://app.example.com``) that may call across origins (CORS)."""
+    mcp: bool = False
+    """The MCP server on ``/mcp`` (:mod:`fastagent_cli.serving.faces.mcp`)."""
+    a2a: bool = False
+    """The A2A agent card and JSON-RPC endpoint (:mod:`fastagent_cli.serving.faces.a2a`)."""
 
     @field_validator("allowed_hosts")
     @classmethod

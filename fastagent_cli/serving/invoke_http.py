@@ -81,12 +81,13 @@ def create_invoke_handler(
 ) -> Handler:
     """The ``/invoke`` handler for ``agent`` (mount it as ``"/invoke"``; it answers non-POST with
     405 itself). Works under :func:`~fastagent_cli.serving.host.serve` or any aiohttp server.
-    ``token``: require it as a bearer token. ``streams``: the streams in flight per session, when
-    shared with the protocol faces.
+    ``token``: require it as a bearer token.
 
     A turn on a session whose previous stream's client already left first stops that stream and
     waits for it to close (:meth:`~fastagent_cli.serving.sse.KeyedStreams.reclaim`), so a client
-    that drops a turn and asks again at once is not answered ``session_busy``."""
+    that drops a turn and asks again at once is not answered ``session_busy``. ``streams``: the
+    registry shared with the protocol faces (:mod:`~fastagent_cli.serving.faces`), so the reclaim
+    works whichever entry the client comes back through."""
     streams = KeyedStreams() if streams is None else streams
 
     async def invoke(request: web.BaseRequest) -> web.StreamResponse:

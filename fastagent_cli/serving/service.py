@@ -27,6 +27,8 @@ way to mount a whole agent inside an app. Composition (core design section 7):
 * the web chat page (``GET /`` and ``/webchat/*``) when ``[http] web_chat`` says so, or unset
   with ``web_chat_default`` (``dev``); it turns the control plane on
   (:mod:`~fastagent_cli.serving.webchat` has the rules);
+* the protocol faces ``[http]`` switches on (``openai = true``: ``/v1``), each module imported
+  only then (:mod:`~fastagent_cli.serving.faces`), behind the same token as ``/invoke``;
 * every route sits behind :class:`~fastagent_cli.serving.request_guard.RequestGuard` (``Host``
   and ``Origin`` checks, CORS for ``[http] allowed_origins``), whatever mounts it later;
 * long connections are started; one that closes unexpectedly is reported to ``on_channel_closed``;
@@ -151,7 +153,7 @@ class AgentService:
     """The ``Host`` / ``Origin`` / CORS checks in front of every route (``[http] allowed_hosts``,
     ``allowed_origins``); :meth:`RequestGuard.allow_public_url` adds a tunnel's name."""
     faces: list[Face] = field(default_factory=list)
-    """The protocol faces switched on in ``[http]`` (:mod:`fastagent_cli.serving.faces`)."""
+    """The protocol faces ``[http]`` switched on (``openai = true``...), mounted beside ``/invoke``."""
 
     @property
     def agent_dir(self) -> Path:
@@ -200,9 +202,7 @@ class AgentService:
         finally:
             try:
                 await close_route_channels(self.loaded)
-                for face in self.faces:
-                    if face.aclose is not None:
-                        await face.aclose()
+                await close_faces(self.faces)
             finally:
                 await self.opened.aclose()
 
@@ -233,6 +233,29 @@ async def close_route_channels(loaded: LoadedChannels) -> None:
             await aclose()
         except Exception as exc:
             log.warning("[fastagent] %s: closing it raised %s: %s", file, type(exc).__name__, exc)
+
+
+async def close_faces(faces: list[Face]) -> None:
+    for face in faces:
+        if face.aclose is None:
+            continue
+        try:
+            await face.aclose()
+        except Exception as exc:
+            log.warning("[fastagent] closing the %s face raised %s: %s", face.name, type(exc).__name__, exc)
+
+
+def mount_faces(faces: list[Face], routes: dict[str, Handler], mounts: dict[str, Handler]) -> None:
+    """Add the faces' routes and mounts; ServeError when one takes a route already served."""
+    for face in faces:
+        for key, handler in face.routes.items():
+            if key in routes:
+                raise ServeError(f'route setup refused: [http] {face.name} serves "{key}", which is taken')
+            routes[key] = handler
+        for prefix, handler in face.mounts.items():
+            if prefix in mounts:
+                raise ServeError(f'route setup refused: [http] {face.name} mounts "{prefix}", which is taken')
+            mounts[prefix] = handler
 
 
 def compose_routes(
@@ -301,6 +324,7 @@ async def open_agent_service(
     ``FASTAGENT_CONTROL_TOKEN`` is not set (``dev`` keeps one across worker restarts)."""
     agent = opened.agent
     loaded = LoadedChannels()
+    faces: list[Face] = []
     try:
         token = resolve_invoke_token(opened.config.http.token)  # after open: .env may hold it
         await opened.connect()  # the state database: unreachable fails startup with one line
@@ -332,12 +356,7 @@ async def open_agent_service(
             mounts[CONTROL_PREFIX] = create_control_plane(opened.control, access.token, agent, detached)
         http = opened.config.http
         faces = load_faces(http.faces(), FaceContext(opened, agent, token, streams))
-        for face in faces:
-            taken = [key for key in face.routes if key in routes]
-            if taken:
-                raise ServeError(f'[http] {face.name} = true serves "{taken[0]}", which is already served')
-            routes.update(face.routes)
-            mounts.update(face.mounts)
+        mount_faces(faces, routes, mounts)
         guard = RequestGuard(http.allowed_hosts, http.allowed_origins)
         handler = guard.wrap(build_router(routes, mounts))
         await start_route_channels(loaded)
@@ -345,6 +364,7 @@ async def open_agent_service(
     except BaseException:
         with contextlib.suppress(Exception):
             await close_route_channels(loaded)
+            await close_faces(faces)
         await opened.aclose()
         raise
     summary = ChannelsSummary(

@@ -1,6 +1,6 @@
 """Protocol faces: other protocols' entries to the same agent, each switched on in ``[http]``.
 
-A face (``[http] mcp = true``: :mod:`fastagent_cli.serving.faces.mcp`) maps a protocol other
+A face (``[http] openai = true``: :mod:`fastagent_cli.serving.faces.openai`) maps a protocol other
 tools already speak onto the agent's contract and session store. Each one is off by default and
 its module is imported only when it is on (:func:`load_faces` imports by name), so a face costs a
 server that does not serve it nothing at start-up.
@@ -72,7 +72,7 @@ class Face:
     """The lines said once listening, given the base URL (``http://127.0.0.1:8787``)."""
     aclose: Callable[[], Awaitable[None]] | None = None
 
-    def keys(self) -> list[str]:
+    def served(self) -> list[str]:
         """What it serves, for the routes line."""
         return [*self.routes, *(f"{prefix}/*" for prefix in self.mounts)]
 

@@ -4,11 +4,11 @@ the JSON-RPC endpoint ``POST /a2a`` (A2A 1.0 method names and shapes, and 0.3's)
 
 from __future__ import annotations
 
+from fastagent_cli.serving.face_kit import identity_of
 from fastagent_cli.serving.faces import Face, FaceContext
 from fastagent_cli.serving.faces.a2a.card import CARD_KEY, create_card_handler
 from fastagent_cli.serving.faces.a2a.rpc import A2A_PATH, create_rpc_handler
 from fastagent_cli.serving.faces.a2a.tasks import TaskBoard
-from fastagent_cli.serving.faces.identity import identity_of
 
 __all__ = ["A2A_PATH", "CARD_KEY", "create_face"]
 

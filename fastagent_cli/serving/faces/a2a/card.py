@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from fastagent_cli.serving.faces.identity import AgentIdentity
+from fastagent_cli.serving.face_kit import AgentIdentity
 from fastagent_cli.serving.invoke_auth import InvokeToken
 from fastagent_cli.serving.router import Handler
 

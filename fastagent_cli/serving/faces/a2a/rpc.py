@@ -26,9 +26,9 @@ from typing import Any
 from aiohttp import web
 
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, refuse_method, text_response
+from fastagent_cli.serving.face_kit import new_session_id
 from fastagent_cli.serving.faces.a2a.tasks import TaskBoard, TaskRecord, Update
 from fastagent_cli.serving.faces.a2a.wire import DIALECTS, Dialect, MessageError, parse_message
-from fastagent_cli.serving.faces.turn import new_session_id
 from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler
 from fastagent_cli.serving.sse import SSE_HEADERS

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from fastagent_cli.contract import Agent, AgentEvent, Text
-from fastagent_cli.serving.faces.turn import describe_event, run_turn
+from fastagent_cli.serving.face_kit import describe_event, run_turn
 
 __all__ = ["MAX_TASKS", "TERMINAL", "Status", "TaskBoard", "TaskRecord", "Update"]
 

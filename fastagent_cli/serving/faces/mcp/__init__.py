@@ -13,14 +13,16 @@ over both transports.
 from __future__ import annotations
 
 import shlex
+from typing import BinaryIO, TextIO
 
+from fastagent_cli.assembly import OpenedAgent
+from fastagent_cli.serving.face_kit import identity_of
 from fastagent_cli.serving.faces import Face, FaceContext
-from fastagent_cli.serving.faces.identity import identity_of
 from fastagent_cli.serving.faces.mcp.http import MCP_KEY, create_mcp_handler
 from fastagent_cli.serving.faces.mcp.protocol import McpConnection, McpServer
 from fastagent_cli.serving.faces.mcp.stdio import serve_stdio
 
-__all__ = ["MCP_KEY", "McpConnection", "McpServer", "create_face", "serve_stdio"]
+__all__ = ["MCP_KEY", "McpConnection", "McpServer", "create_face", "serve_opened", "serve_stdio"]
 
 
 def create_face(ctx: FaceContext) -> Face:
@@ -37,3 +39,10 @@ def create_face(ctx: FaceContext) -> Face:
         ]
 
     return Face("mcp", routes={MCP_KEY: create_mcp_handler(server, ctx.token, ctx.streams)}, startup=startup)
+
+
+async def serve_opened(opened: OpenedAgent, stdin: BinaryIO, stdout: TextIO) -> None:
+    """``fastagent mcp``: serve an opened agent on the two streams until stdin ends (its sessions
+    as resources too: whoever launched the process owns them)."""
+    server = McpServer(opened.agent, identity_of(opened), opened.control.sessions)
+    await serve_stdio(McpConnection(server), stdin, stdout)

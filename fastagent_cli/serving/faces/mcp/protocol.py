@@ -31,9 +31,8 @@ from typing import Any
 
 from fastagent_cli.contract import Agent, AgentEvent
 from fastagent_cli.control import SessionCollection
-from fastagent_cli.serving.faces.identity import AgentIdentity
+from fastagent_cli.serving.face_kit import AgentIdentity, describe_event, new_session_id, run_turn
 from fastagent_cli.serving.faces.mcp.resources import ResourceError, list_sessions, read_session
-from fastagent_cli.serving.faces.turn import describe_event, new_session_id, run_turn
 
 __all__ = [
     "INVALID_PARAMS",
