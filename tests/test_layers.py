@@ -79,6 +79,7 @@ HEAVY_HOMES: dict[str, tuple[str, ...]] = {
     "pydantic_monty": ("fastagent_cli.tools.code_mode",),
     "mcp": ("fastagent_cli.tools.mcp",),
     "mcp_types": ("fastagent_cli.tools.mcp",),
+    "a2a": (),  # a dev-only test client: the A2A face speaks the wire itself
 }
 """Third-party heavyweights (top-level import name) -> the packages that may import them."""
 HEAVY_LAZY_ALLOWED = {

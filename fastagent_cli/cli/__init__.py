@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "invoke": ("fastagent_cli.cli.invoke_cmd:invoke", "Run one turn and print the answer."),
     "login": ("fastagent_cli.cli.login_cmd:login", "Log in with a subscription or store a verified API key."),
     "logout": ("fastagent_cli.cli.login_cmd:logout", "Remove a stored provider credential."),
+    "mcp": (
+        "fastagent_cli.cli.mcp_cmd:mcp",
+        "Serve the agent as an MCP server on stdio (Claude Code, Claude Desktop, editors).",
+    ),
     "models": ("fastagent_cli.cli.models_cmd:models", "List the built-in model catalog."),
     "schedule": (
         "fastagent_cli.cli.schedule_cmd:schedule",

@@ -50,6 +50,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "fastagent sessions import ~/.pi/agent/sessions --all",
         "fastagent sessions import ../other-bot",
     ),
+    "mcp": (
+        "fastagent mcp ~/agents/my-agent",
+        "fastagent mcp ./bot --model openai/gpt-4.1",
+    ),
     "start": ("fastagent start", "PORT=9000 fastagent start ./bot"),
     "tool": (
         'fastagent tool read \'{"path": "README.md"}\'',

@@ -98,6 +98,8 @@ _ORIGIN = re.compile(r"https?://(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:[0-9]{1,5})?")
 
 HTTP_FACES: dict[str, str] = {
     "openai": "OpenAI-compatible API on /v1",
+    "mcp": "MCP server on /mcp",
+    "a2a": "A2A agent on /a2a",
 }
 """The protocol faces ``[http]`` switches on, each a boolean of its own name (off by default): name
 -> what it serves, as ``info`` and the startup lines say it."""
@@ -116,6 +118,10 @@ class HttpConfig(_Strict):
     """Web origins (``https://app.example.com``) that may call across origins (CORS)."""
     openai: bool = False
     """The OpenAI-compatible API under ``/v1`` (:mod:`fastagent_cli.serving.faces.openai`)."""
+    mcp: bool = False
+    """The MCP server on ``/mcp`` (:mod:`fastagent_cli.serving.faces.mcp`)."""
+    a2a: bool = False
+    """The A2A agent card and JSON-RPC endpoint (:mod:`fastagent_cli.serving.faces.a2a`)."""
 
     @field_validator("allowed_hosts")
     @classmethod

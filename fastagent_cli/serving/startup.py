@@ -110,7 +110,12 @@ def startup_report(
         report.warnings.append(missing_key)
     report.lines.append(_row("state", service.opened.backend.describe()))
     report.lines.append(_channels_line(service))
-    routes = [key for key in service.routes if key != WEB_CHAT_KEY or not service.web_chat.served]
+    by_faces = {key for face in service.faces for key in face.routes}
+    routes = [
+        key
+        for key in service.routes
+        if (key != WEB_CHAT_KEY or not service.web_chat.served) and key not in by_faces
+    ]
     if service.web_chat.served:
         routes.append(f"{WEB_CHAT_KEY} and {WEB_CHAT_PREFIX}/* (web chat)")
     if service.control is not None:

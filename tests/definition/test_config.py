@@ -39,7 +39,7 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         (
             "[http]\nprot = 1\n",
             "unknown key 'http.prot'; did you mean 'port'? "
-            "(valid keys: port, host, token, web_chat, allowed_hosts, allowed_origins, openai)",
+            "(valid keys: port, host, token, web_chat, allowed_hosts, allowed_origins, openai, mcp, a2a)",
         ),
         (
             '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',

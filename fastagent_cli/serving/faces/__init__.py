@@ -41,6 +41,8 @@ __all__ = ["FACE_MODULES", "Face", "FaceContext", "check_face_exposure", "load_f
 
 FACE_MODULES: dict[str, str] = {
     "openai": "fastagent_cli.serving.faces.openai",
+    "mcp": "fastagent_cli.serving.faces.mcp",
+    "a2a": "fastagent_cli.serving.faces.a2a",
 }
 """Face name (its ``[http]`` flag) -> the module that builds it."""
 
