@@ -1,7 +1,8 @@
 """The chat's state and actions, shared by the terminal UI and the plain (no-TTY) mode.
 
 State lives in the session store, as for every host, and the chat reaches it only through the
-opened agent's session port: the model and thinking level a chat shows are the session's settings
+opened agent's session hub (``opened.control``, and the owner's face on it, ``opened.sessions``):
+the model and thinking level a chat shows are the session's settings
 (``model_change`` / ``thinking_level_change`` entries, which the engine applies to later turns),
 resolved the way the engine runs them; ``/model`` and ``/thinking`` write them under the session's
 lease. Reading for display never repairs or writes a record; only a leased writer does.
