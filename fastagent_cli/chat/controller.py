@@ -24,7 +24,7 @@ from typing import Any
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
-from fastagent_cli.chat.turns import TurnRun, TurnSink
+from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
 from fastagent_cli.control import ActionResult, Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
@@ -212,9 +212,17 @@ class ChatController:
 
     # --- turns ----------------------------------------------------------------------------------
 
-    async def begin_turn(self, text: str, sink: TurnSink) -> TurnRun:
+    async def begin_turn(self, text: str, sink: TurnSink | None = None) -> TurnRun:
+        """The turn ``text`` starts, shown on ``sink`` from its invoke stream (plain mode); without
+        a sink it is shown from the session's events (the terminal chat's
+        :class:`~fastagent_cli.chat.transcript.Transcript`, numbering the tools in :attr:`tools`)
+        and the invoke stream only drives it."""
         await self._write_pending()
-        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, self.tools, self.clock)
+        if sink is None:
+            sink, tools = Driven(), ToolLog()
+        else:
+            tools = self.tools
+        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

@@ -36,11 +36,11 @@ from rich.text import Text
 
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
-from fastagent_cli.chat.attach.transcript import Transcript
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.contract import Failed, Prompt, Scope
 from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionState
