@@ -45,6 +45,7 @@ from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.control import (
     NO_ACTIVE_RUN,
     RUN_COMMAND_FAILED,
+    Session,
     SessionEvent,
     SessionEventsClosed,
     SessionEventStream,
@@ -244,6 +245,8 @@ class ChatApp:
             for event in events.drain():
                 view.show(event)
             await events.aclose()
+            if view.lost:  # the stream closed under the watcher (too far behind): the record has it
+                await view.catch_up(self.ctl.hub_session())
             if task.cancelled():
                 run.mark_interrupted()
                 if not view.settled:  # the run's settlement never reached the screen
@@ -288,6 +291,8 @@ class _RunView:
         self.transcript = transcript
         self.started = False
         self.settled = False
+        self.lost = False
+        """The event stream ended before the run did (a watcher too far behind is closed)."""
 
     def interrupt(self, task: asyncio.Task[None]) -> None:
         """Ctrl+C: close the run's invoke stream (which aborts it)."""
@@ -299,7 +304,12 @@ class _RunView:
             async for event in events:
                 self.show(event)
         except SessionEventsClosed:
-            pass
+            self.lost = True
+
+    async def catch_up(self, session: Session) -> None:
+        """Show from the record what the closed stream did not deliver."""
+        self.transcript.show_entries(await session.entries(since=self.transcript.cursor))
+        self.renderer.pending = ((), ())
 
     def show(self, event: SessionEvent) -> None:
         kind = event.type
