@@ -38,19 +38,11 @@ from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.log_notes import warnings_as_notes
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.run_actions import send_to_run
+from fastagent_cli.chat.run_view import RunView
 from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
-from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.control import (
-    NO_ACTIVE_RUN,
-    RUN_COMMAND_FAILED,
-    Session,
-    SessionEvent,
-    SessionEventsClosed,
-    SessionEventStream,
-    pending_labels,
-)
 from fastagent_cli.errors import FastagentError
 
 __all__ = ["ChatApp"]
@@ -212,11 +204,7 @@ class ChatApp:
             actions.append(asyncio.create_task(self._act(typed, kind)))
 
         composer = TurnComposer(submit)
-        view = _RunView(
-            self.renderer,
-            Transcript(self.renderer, self.ctl.clock, tools=self.ctl.tools, aborted="⏹ interrupted"),
-        )
-        view.transcript.prompt_typed()
+        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools)
 
         self.renderer.begin_turn()
         self.renderer.composer = ""
@@ -262,17 +250,15 @@ class ChatApp:
     async def _act(self, text: str, kind: ActionKind) -> None:
         """Send a steer / follow-up typed during the turn; too late for this run: the next prompt."""
         try:
-            result = await (self.ctl.steer(text) if kind == "steer" else self.ctl.follow_up(text))
+            sent = await send_to_run(self.ctl.hub_session(), text, kind)
         except FastagentError as exc:
             self.renderer.note(f"✗ {exc.message}", "red")
             return
-        if result.ok or result.error is None:
-            return
-        if result.error.code in (NO_ACTIVE_RUN, RUN_COMMAND_FAILED):
+        if sent.late:
             self._next.append(text)
             self.renderer.note("↳ the answer finished first: sending it as the next prompt")
-        else:
-            self.renderer.note(f"✗ {result.error.message}", "red")
+        elif sent.refused is not None:
+            self.renderer.note(f"✗ {sent.refused}", "red")
 
     def _toggle_thinking(self) -> None:
         toggle_thinking(self.renderer)
@@ -280,45 +266,3 @@ class ChatApp:
 
 def _cancel(task: asyncio.Task[Any]) -> None:
     task.cancel()
-
-
-class _RunView:
-    """One run on the chat's screen, from the session's events: the conversation through the
-    transcript, the queue of steers and follow-ups on the status of the live region."""
-
-    def __init__(self, renderer: ChatRenderer, transcript: Transcript) -> None:
-        self.renderer = renderer
-        self.transcript = transcript
-        self.started = False
-        self.settled = False
-        self.lost = False
-        """The event stream ended before the run did (a watcher too far behind is closed)."""
-
-    def interrupt(self, task: asyncio.Task[None]) -> None:
-        """Ctrl+C: close the run's invoke stream (which aborts it)."""
-        self.transcript.interrupting()
-        task.cancel()
-
-    async def follow(self, events: SessionEventStream) -> None:
-        try:
-            async for event in events:
-                self.show(event)
-        except SessionEventsClosed:
-            self.lost = True
-
-    async def catch_up(self, session: Session) -> None:
-        """Show from the record what the closed stream did not deliver."""
-        self.transcript.show_entries(await session.entries(since=self.transcript.cursor))
-        self.renderer.pending = ((), ())
-
-    def show(self, event: SessionEvent) -> None:
-        kind = event.type
-        if kind == "run_started":
-            self.started = True
-        elif kind == "queue_changed":
-            self.renderer.pending = pending_labels(event.data)
-            return
-        elif kind == "run_settled":
-            self.settled = True
-            self.renderer.pending = ((), ())
-        self.transcript.feed(event)  # subscribed before the run: no start is missed, no read needed

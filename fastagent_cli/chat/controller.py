@@ -7,8 +7,9 @@ the model and thinking level a chat shows are the session's settings
 resolved the way the engine runs them; ``/model`` and ``/thinking`` write them under the session's
 lease. Reading for display never repairs or writes a record; only a leased writer does.
 
-While a turn runs, :meth:`ChatController.steer` and :meth:`ChatController.follow_up` reach it
-through the opened agent's session hub; :meth:`ChatController.compact` compacts the session and
+While a turn runs, steers and follow-ups reach it through the session hub
+(:meth:`ChatController.hub_session`, sent by :mod:`fastagent_cli.chat.run_actions` as attach sends
+them over ``/control``); :meth:`ChatController.compact` compacts the session and
 waits for the outcome.
 """
 
@@ -26,7 +27,7 @@ from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
-from fastagent_cli.control import ActionResult, Session
+from fastagent_cli.control import Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
 
@@ -177,12 +178,6 @@ class ChatController:
     def hub_session(self) -> Session:
         """The current session on the session hub (its live events, its run actions)."""
         return self.opened.control.sessions.get(self.session)
-
-    async def steer(self, text: str) -> ActionResult:
-        return await self.hub_session().steer(Prompt(text))
-
-    async def follow_up(self, text: str) -> ActionResult:
-        return await self.hub_session().follow_up(Prompt(text))
 
     async def compact(self, instructions: str | None = None) -> str:
         """Compact the session and wait for it (cancelling aborts it); the line to show."""
