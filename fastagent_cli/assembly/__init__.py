@@ -9,8 +9,9 @@
 * :func:`open_session_archive` opens only an agent's stored sessions (``fastagent sessions``:
   list, show, export, import), with no model.
 * :func:`open_agent` opens a surface (``invoke``, ``chat``, ``dev``, ``start``): it raises what is
-  fatal and hands hosts an :class:`OpenedAgent`, the contract's ``Agent`` plus the
-  :class:`SessionPort`. :func:`open_agent_dir` is both steps at once.
+  fatal and hands hosts an :class:`OpenedAgent`, the contract's ``Agent`` plus its session hub (``control``)
+  and the owner's face on it (``sessions``, a :class:`SessionOwner`). :func:`open_agent_dir` is
+  both steps at once.
 
 The agent's ``channels/*.py`` files (which are enabled, what each one's ``channel`` is) are handed
 to hosts from here too (:mod:`fastagent_cli.definition.channel_files`). Hosts import from here,
@@ -25,6 +26,7 @@ from fastagent_cli.assembly.archive import (
     open_session_archive,
     stored_session_ids,
 )
+from fastagent_cli.assembly.control.owner import SessionOwner, SessionSettings, SessionSummary, SessionView
 from fastagent_cli.assembly.library import create_agent
 from fastagent_cli.assembly.opened import OpenedAgent, open_agent, open_agent_dir
 from fastagent_cli.assembly.reading import (
@@ -40,7 +42,6 @@ from fastagent_cli.assembly.reading import (
     read_schedules,
     resolve_model_spec,
 )
-from fastagent_cli.assembly.sessions import SessionPort, SessionSettings, SessionSummary, SessionView
 from fastagent_cli.definition.channel_files import (
     CHANNELS_DIR,
     ChannelFiles,
@@ -67,7 +68,7 @@ __all__ = [
     "OpenedAgent",
     "ScheduleDir",
     "SessionArchive",
-    "SessionPort",
+    "SessionOwner",
     "SessionSettings",
     "SessionSummary",
     "SessionView",

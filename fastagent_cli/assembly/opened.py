@@ -5,9 +5,9 @@ that cannot be imported, a definition that cannot be read), then wires the engin
 store and event hub of the agent's state backend (files under the state root, or the shared
 database: :mod:`fastagent_cli.assembly.backend`), the model resolver, the definition's per-turn
 prompt and the live tool set (MCP servers start on the first turn). Hosts get an
-:class:`OpenedAgent`: the contract's ``Agent``, the
-:class:`~fastagent_cli.assembly.sessions.SessionPort`, and what the directory reports; never the
-engine or the store.
+:class:`OpenedAgent`: the contract's ``Agent``, the session hub (``control``) with the owner's face
+on it (``sessions``: :class:`~fastagent_cli.assembly.control.owner.SessionOwner`), and what the
+directory reports; never the engine or the store.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from fastagent_cli.assembly.backend import StateBackend
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
+from fastagent_cli.assembly.control.owner import SessionOwner
 from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
-from fastagent_cli.assembly.sessions import SessionPort
 from fastagent_cli.contract import Agent
 from fastagent_cli.control import AgentCommand, Inbox, InboxSink, Notice, SessionControl
 from fastagent_cli.definition.config import FastagentConfig
@@ -54,13 +54,12 @@ __all__ = ["WATCH_STATE_NAME", "OpenedAgent", "open_agent", "open_agent_dir", "r
 
 
 class OpenedAgent:
-    """An opened directory agent: the agent, its session port, and what it was assembled from."""
+    """An opened directory agent: the agent, its session hub, and what it was assembled from."""
 
     def __init__(
         self,
         engine: EngineAgent,
         surface: AgentSurface,
-        sessions: SessionPort,
         resolver: ModelResolver,
         backend: StateBackend | None = None,
     ) -> None:
@@ -71,7 +70,6 @@ class OpenedAgent:
         self._control: LocalSessionControl | None = None
         self._control_writes = surface.config.session_control
         self.surface = surface
-        self.sessions = sessions
         assert surface.model_spec is not None and surface.model_source is not None  # open checked it
         self.model_spec: str = surface.model_spec
         self.model_source: str = surface.model_source
@@ -85,6 +83,15 @@ class OpenedAgent:
     def control(self) -> SessionControl:
         """The session hub: watch and steer this agent's runs, read and (with
         ``session_control = true``) write its sessions. The definition's skills are its commands."""
+        return self._hub()
+
+    @property
+    def sessions(self) -> SessionOwner:
+        """The owner's face on the hub (chat, ``invoke``): read, list, settings writes through the
+        hub's write path, ``/compact``."""
+        return self._hub().owner
+
+    def _hub(self) -> LocalSessionControl:
         if self._control is None:
             skills_dir = self.agent_dir / "skills"
 
@@ -312,8 +319,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             ),
         )
     )
-    sessions = SessionPort(engine)
-    return OpenedAgent(engine, surface, sessions, resolver, backend)
+    return OpenedAgent(engine, surface, resolver, backend)
 
 
 def open_agent_dir(

@@ -2,9 +2,11 @@
 
 Chat is a caller of the contract like any other host: it opens the same assembled agent that
 ``dev`` / ``start`` serve (:func:`fastagent_cli.assembly.open_agent_dir`), uses the same session
-store, and drives every turn through ``agent.invoke(scope, prompt)``.
+store, and drives every turn through ``agent.invoke(scope, prompt)``. What the terminal shows of a
+run comes from the session's live events, as in ``attach``: one renderer for both.
 
 * :mod:`.app`: the prompt-toolkit terminal UI (key bindings, history, the turn key watcher);
+* :mod:`.transcript`: session events and entries into lines (chat's runs and attach's);
 * :mod:`.render`: rich output (streamed Markdown, thinking, tool lines);
 * :mod:`.controller`: the chat's state and actions, shared by the terminal and plain modes;
 * :mod:`.commands`: slash commands and their completion;

@@ -9,8 +9,12 @@ root>/chat_history``.
 
 While an answer streams, typing goes to a composer under it (:mod:`.composer`): Enter steers the
 run with it, Alt+Enter queues it as a follow-up; the run's queue and each prompt it takes in are
-shown as they happen (from the session's live events). A steer that arrives after the answer
-finished is sent as the next prompt; text typed and not sent starts the next prompt.
+shown as they happen. A steer that arrives after the answer finished is sent as the next prompt;
+text typed and not sent starts the next prompt.
+
+A turn's invoke stream only drives it (and yields its answer and usage): the screen shows the run
+from the session's live events, through the :class:`~fastagent_cli.chat.transcript.Transcript`
+``attach`` draws with.
 """
 
 from __future__ import annotations
@@ -34,17 +38,11 @@ from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.log_notes import warnings_as_notes
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.run_actions import send_to_run
+from fastagent_cli.chat.run_view import RunView
 from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.control import (
-    NO_ACTIVE_RUN,
-    RUN_COMMAND_FAILED,
-    SessionEventsClosed,
-    SessionEventStream,
-    pending_labels,
-)
-from fastagent_cli.control.compaction_notes import compaction_note
 from fastagent_cli.errors import FastagentError
 
 __all__ = ["ChatApp"]
@@ -192,8 +190,11 @@ class ChatApp:
     # --- a turn ---------------------------------------------------------------------------------
 
     async def turn(self, text: str) -> None:
+        """Run ``text``: its invoke stream drives the run (Ctrl+C closes it, which aborts the run),
+        and what the screen shows of it comes from the session's events, through the same
+        :class:`~fastagent_cli.chat.transcript.Transcript` that ``attach`` draws with."""
         try:
-            run = await self.ctl.begin_turn(text, self.renderer)
+            run = await self.ctl.begin_turn(text)
         except FastagentError as exc:
             self.ui.error(exc.message)
             return
@@ -203,17 +204,18 @@ class ChatApp:
             actions.append(asyncio.create_task(self._act(typed, kind)))
 
         composer = TurnComposer(submit)
+        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools)
 
         self.renderer.begin_turn()
         self.renderer.composer = ""
         events = self.ctl.hub_session().events()  # before the run starts: nothing is missed
-        watcher = asyncio.create_task(self._follow(events))
+        watcher = asyncio.create_task(view.follow(events))
         task = asyncio.create_task(run.run())
         ticker = asyncio.create_task(tick(self.renderer))
         try:
             with watch_turn_keys(
                 self.input,
-                lambda: _cancel(task),
+                lambda: view.interrupt(task),
                 self._toggle_thinking,
                 composer_keys(composer, self.renderer),
             ):
@@ -224,12 +226,23 @@ class ChatApp:
                 task.cancel()
                 await asyncio.wait({task})
             await asyncio.gather(ticker, *actions, return_exceptions=True)
-            await events.aclose()
+            # The run's events were published before its invoke stream ended: what the watcher
+            # has not shown yet is buffered, and is shown now, in order.
+            watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
+            for event in events.drain():
+                view.show(event)
+            await events.aclose()
+            if view.lost:  # the stream closed under the watcher (too far behind): the record has it
+                await view.catch_up(self.ctl.hub_session())
             if task.cancelled():
                 run.mark_interrupted()
+                if not view.settled:  # the run's settlement never reached the screen
+                    self.renderer.interrupted(self.ctl.tools.interrupt_running(self.ctl.clock()))
             elif (error := task.exception()) is not None:
                 self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
+            elif not view.started and run.failure is not None:  # refused before it began (busy)
+                self.renderer.failed(run.failure)
             self.renderer.end_turn()
             self._draft = composer.take()
         await self.ctl.end_turn(run)
@@ -237,36 +250,15 @@ class ChatApp:
     async def _act(self, text: str, kind: ActionKind) -> None:
         """Send a steer / follow-up typed during the turn; too late for this run: the next prompt."""
         try:
-            result = await (self.ctl.steer(text) if kind == "steer" else self.ctl.follow_up(text))
+            sent = await send_to_run(self.ctl.hub_session(), text, kind)
         except FastagentError as exc:
             self.renderer.note(f"✗ {exc.message}", "red")
             return
-        if result.ok or result.error is None:
-            return
-        if result.error.code in (NO_ACTIVE_RUN, RUN_COMMAND_FAILED):
+        if sent.late:
             self._next.append(text)
             self.renderer.note("↳ the answer finished first: sending it as the next prompt")
-        else:
-            self.renderer.note(f"✗ {result.error.message}", "red")
-
-    async def _follow(self, events: SessionEventStream) -> None:
-        """Show the run's queue, and each steer or follow-up where the run takes it in."""
-        opening = True
-        try:
-            async for event in events:
-                if event.type == "queue_changed":
-                    self.renderer.pending = pending_labels(event.data)
-                elif event.type == "user_message":
-                    if not opening:
-                        self.renderer.user_prompt(str(event.data.get("text", "")))
-                    opening = False
-                elif event.type == "run_settled":
-                    self.renderer.pending = ((), ())
-                elif (note := compaction_note(event)) is not None:
-                    failed = event.type == "compaction_finished" and "error" in event.data
-                    self.renderer.note(f"⋯ {note}", "red" if failed else "dim")
-        except SessionEventsClosed:
-            pass
+        elif sent.refused is not None:
+            self.renderer.note(f"✗ {sent.refused}", "red")
 
     def _toggle_thinking(self) -> None:
         toggle_thinking(self.renderer)

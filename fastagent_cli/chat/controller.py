@@ -1,13 +1,15 @@
 """The chat's state and actions, shared by the terminal UI and the plain (no-TTY) mode.
 
 State lives in the session store, as for every host, and the chat reaches it only through the
-opened agent's session port: the model and thinking level a chat shows are the session's settings
+opened agent's session hub (``opened.control``, and the owner's face on it, ``opened.sessions``):
+the model and thinking level a chat shows are the session's settings
 (``model_change`` / ``thinking_level_change`` entries, which the engine applies to later turns),
 resolved the way the engine runs them; ``/model`` and ``/thinking`` write them under the session's
 lease. Reading for display never repairs or writes a record; only a leased writer does.
 
-While a turn runs, :meth:`ChatController.steer` and :meth:`ChatController.follow_up` reach it
-through the opened agent's session hub; :meth:`ChatController.compact` compacts the session and
+While a turn runs, steers and follow-ups reach it through the session hub
+(:meth:`ChatController.hub_session`, sent by :mod:`fastagent_cli.chat.run_actions` as attach sends
+them over ``/control``); :meth:`ChatController.compact` compacts the session and
 waits for the outcome.
 """
 
@@ -23,9 +25,9 @@ from typing import Any
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
-from fastagent_cli.chat.turns import TurnRun, TurnSink
+from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
 from fastagent_cli.contract import Prompt, Scope
-from fastagent_cli.control import ActionResult, Session
+from fastagent_cli.control import Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
 
@@ -177,12 +179,6 @@ class ChatController:
         """The current session on the session hub (its live events, its run actions)."""
         return self.opened.control.sessions.get(self.session)
 
-    async def steer(self, text: str) -> ActionResult:
-        return await self.hub_session().steer(Prompt(text))
-
-    async def follow_up(self, text: str) -> ActionResult:
-        return await self.hub_session().follow_up(Prompt(text))
-
     async def compact(self, instructions: str | None = None) -> str:
         """Compact the session and wait for it (cancelling aborts it); the line to show."""
         session = self.hub_session()
@@ -211,9 +207,17 @@ class ChatController:
 
     # --- turns ----------------------------------------------------------------------------------
 
-    async def begin_turn(self, text: str, sink: TurnSink) -> TurnRun:
+    async def begin_turn(self, text: str, sink: TurnSink | None = None) -> TurnRun:
+        """The turn ``text`` starts, shown on ``sink`` from its invoke stream (plain mode); without
+        a sink it is shown from the session's events (the terminal chat's
+        :class:`~fastagent_cli.chat.transcript.Transcript`, numbering the tools in :attr:`tools`)
+        and the invoke stream only drives it."""
         await self._write_pending()
-        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, self.tools, self.clock)
+        if sink is None:
+            sink, tools = Driven(), ToolLog()
+        else:
+            tools = self.tools
+        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

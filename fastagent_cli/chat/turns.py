@@ -27,7 +27,7 @@ from fastagent_cli.contract import (
     closing,
 )
 
-__all__ = ["CUT_OFF_MARK", "TurnRun", "TurnSink", "was_cut_off"]
+__all__ = ["CUT_OFF_MARK", "Driven", "TurnRun", "TurnSink", "was_cut_off"]
 
 CUT_OFF_MARK = (
     "✂ cut off: the answer reached the output token limit (the model's maxTokens, or what its "
@@ -45,6 +45,27 @@ Status = Literal["running", "completed", "failed", "interrupted"]
 
 class TurnSink(Protocol):
     """What shows a turn: the rich renderer or the plain printer."""
+
+    def text(self, delta: str) -> None: ...
+
+    def thinking(self, delta: str) -> None: ...
+
+    def tool_started(self, record: ToolRecord) -> None: ...
+
+    def tool_ended(self, record: ToolRecord) -> None: ...
+
+    def retrying(self, event: Retrying) -> None: ...
+
+    def completed(self, event: Completed) -> None: ...
+
+    def failed(self, event: Failed) -> None: ...
+
+    def interrupted(self, stopped: list[ToolRecord]) -> None: ...
+
+
+class Driven:
+    """The :class:`TurnSink` of a run shown from the session's events (the terminal chat): its
+    invoke stream only drives it, and keeps its answer, usage and outcome on the :class:`TurnRun`."""
 
     def text(self, delta: str) -> None: ...
 

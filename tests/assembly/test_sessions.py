@@ -1,5 +1,5 @@
-"""The session port hosts get from an opened agent: read (never repairs), list, and settings writes
-validated as a whole and made under the session's lease."""
+"""The owner's face on the session hub (``opened.sessions``): read (never repairs), list, and
+settings writes validated as a whole and made under the session's lease."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
 from fastagent_cli.contract import Completed, collect
+from fastagent_cli.control import UNSUPPORTED_CAPABILITY, SessionUpdate
 from fastagent_cli.errors import ModelError, SessionError, UsageError
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.conftest import AgentFactory
@@ -144,3 +145,41 @@ async def test_an_owner_settings_write_is_reported_to_the_hubs_watchers(opened: 
         assert (await events.__anext__()).data["thinkingLevel"] == "minimal"
     finally:
         await events.aclose()
+
+
+async def test_the_owner_and_the_control_plane_write_settings_the_same_way(opened: OpenedAgent) -> None:
+    """One write path: chat's /model + /thinking and a /control update of the same fields append
+    the same entries and report the same state_changed; only the control plane is gated by
+    session_control (the owner's face is the hub's own, not a second writer)."""
+    await collect(opened.agent.invoke("by-owner", "hi"))
+    await collect(opened.agent.invoke("by-plane", "hi"))
+    plane = opened.control.sessions.get("by-plane")
+    refused = await plane.update(SessionUpdate(model="scripted/other", thinking_level="high"))
+    assert refused.code == UNSUPPORTED_CAPABILITY  # session_control is off in this agent
+    assert (
+        await opened.sessions.update("by-owner", model="scripted/other", thinking="high")
+    ).thinking == "high"
+
+    opened.enable_session_control()
+    owner_events = opened.control.sessions.get("by-owner").events()
+    plane_events = plane.events()
+    try:
+        await opened.sessions.update("by-owner", model="scripted/echo", thinking="minimal")
+        assert (await plane.update(SessionUpdate(model="scripted/echo", thinking_level="minimal"))).ok
+        owner_said, plane_said = await owner_events.__anext__(), await plane_events.__anext__()
+    finally:
+        await owner_events.aclose()
+        await plane_events.aclose()
+    assert owner_said.type == plane_said.type == "state_changed"
+    assert owner_said.data == plane_said.data == {"model": "scripted/echo", "thinkingLevel": "minimal"}
+
+    def settings(session: str) -> list[dict[str, Any]]:
+        kinds = ("model_change", "thinking_level_change")
+        return [
+            {k: v for k, v in e.items() if k not in ("id", "parentId", "timestamp")}
+            for e in lines(opened.sessions.location(session))
+            if e["type"] in kinds
+        ]
+
+    assert settings("by-plane") == settings("by-owner")[2:]
+    assert [e["type"] for e in settings("by-plane")] == ["model_change", "thinking_level_change"]

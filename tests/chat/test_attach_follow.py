@@ -18,7 +18,7 @@ from fastagent_cli.assembly import create_agent
 from fastagent_cli.assembly.control import session_control
 from fastagent_cli.chat.attach.follow import Follower
 from fastagent_cli.chat.attach.link import Endpoint, Link
-from fastagent_cli.chat.attach.transcript import Transcript
+from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.contract import collect
 from fastagent_cli.control import SessionState
 from fastagent_cli.models.scripted import ScriptedModel

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastagent_cli.chat.attach.transcript import Transcript, active_path
 from fastagent_cli.chat.tool_lines import ToolRecord
+from fastagent_cli.chat.transcript import Transcript, active_path
+from fastagent_cli.chat.turns import CUT_OFF_MARK
 from fastagent_cli.contract import Failed, Retrying
 from fastagent_cli.control import EntryView, SessionEntries, SessionEvent
 
@@ -331,3 +332,46 @@ def test_a_subscription_that_begins_mid_batch_keys_its_tools_by_the_read() -> No
         ev("tool_finished", id="call_0_0", isError=False, content="slept")
     )  # buffered before the read
     assert [line for line in screen.lines if line.startswith("tool ")] == ["tool nap ok 0.0s"]
+
+
+def test_an_answer_cut_off_at_the_output_limit_says_so_after_its_text() -> None:
+    """The one renderer: chat's runs and attach's show the output-limit mark from the session's
+    ``message_finished {stopReason: "length"}``, after the text it cut."""
+    transcript, screen = make()
+    for event in [ev("user_message", entryId="u1", text="long please"), *message("Part", None)][:-1]:
+        transcript.feed(event)
+    transcript.feed(ev("message_finished", entryId="a1", stopReason="length"))
+    assert screen.lines == ["> long please", "A: Part", f"note: {CUT_OFF_MARK}"]
+
+
+def test_the_prompt_typed_in_place_and_the_tools_an_interrupt_cuts_short() -> None:
+    """Chat's own run: its opening prompt is on the screen where it was typed (shown once); after
+    its Ctrl+C the tool the engine ends with an error result reads as interrupted, and the run's
+    end is chat's line; a steer the run takes in later is shown where it joined."""
+    transcript, screen = make()
+    transcript.aborted = "⏹ interrupted"
+    transcript.prompt_typed()
+    transcript.feed(ev("user_message", entryId="u1", text="slow"))
+    transcript.feed(ev("user_message", entryId="u2", text="steered"))
+    transcript.feed(ev("message_started"))
+    transcript.feed(ev("message_finished", entryId="a1", stopReason="toolUse"))
+    transcript.feed(ev("tool_started", id="c1", name="nap", args={}))
+    transcript.interrupting()
+    transcript.feed(ev("tool_finished", id="c1", isError=True, content="Operation aborted"))
+    transcript.feed(ev("run_settled", status="aborted"))
+    assert screen.lines == ["> steered", "tool nap interrupted 0.0s", "note: ⏹ interrupted"]
+
+
+def test_a_summary_retry_names_its_operation_and_compactions_read_as_in_chat() -> None:
+    transcript, screen = make()
+    transcript.feed(
+        ev("retry_scheduled", operation="compaction", attempt=1, maxAttempts=2, delayMs=5, error="x")
+    )
+    transcript.feed(ev("compaction_started", reason="threshold", tokens=12000))
+    transcript.feed(ev("compaction_finished", summary="s" * 40, tokensBefore=12000, tokensAfter=900))
+    assert screen.lines == [
+        "retry 1/2",
+        "note: ⋯ compacting the conversation (12,000 tokens)...",
+        "note: ⋯ compacted the conversation: 12,000 -> about 900 tokens; older history is now a "
+        "40-character summary",
+    ]

@@ -200,3 +200,17 @@ async def test_resuming_at_start_shows_the_session(agent_dir: Path) -> None:
             assert "tok" in status_text(again.ctl.status())
         finally:
             await again.close()
+
+
+async def test_a_run_whose_event_stream_closed_under_the_chat_is_shown_from_the_record(
+    chat: ChatHarness,
+) -> None:
+    """Chat draws runs from the session's events: a watcher the hub closes for falling behind (its
+    buffer cap, here 2 events) still ends the turn with the whole answer, read from the record."""
+    hub = chat.ctl.opened._engine.hub  # the engine's event hub (no public knob for its cap)
+    hub.cap = 2
+    out = await chat.submit("weather in Paris?")
+    assert "Let me look." in out and "It is sunny in Paris." in out
+    assert "get_weather" in out
+    hub.cap = 10_000
+    assert "Hello from the script." in await chat.submit("thanks")

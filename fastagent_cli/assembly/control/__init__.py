@@ -8,9 +8,18 @@
 from __future__ import annotations
 
 from fastagent_cli.assembly.control.hub import CommandSource, LocalSession, LocalSessionControl, LocalSessions
+from fastagent_cli.assembly.control.owner import SessionOwner, SessionView
 from fastagent_cli.engine.agent import EngineAgent
 
-__all__ = ["CommandSource", "LocalSession", "LocalSessionControl", "LocalSessions", "session_control"]
+__all__ = [
+    "CommandSource",
+    "LocalSession",
+    "LocalSessionControl",
+    "LocalSessions",
+    "SessionOwner",
+    "SessionView",
+    "session_control",
+]
 
 
 def session_control(

@@ -2,7 +2,8 @@
 
 Reads come from the session store (never repaired, never written) and the engine's run registry;
 live events from the engine's event hub; run actions reach the engine's runs; writes go through
-the store under the session's lease (:mod:`.writes`). ``writes=False`` (``session_control`` off)
+the store under the session's lease (:mod:`.writes`), the agent owner's as well as the control
+plane's (:attr:`LocalSessionControl.owner`, :mod:`.owner`). ``writes=False`` (``session_control`` off)
 keeps the run actions and reads and refuses durable writes (update, fork, delete, compact) with
 ``unsupported_capability``, reporting so in :meth:`LocalSessionControl.capabilities`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from fastagent_cli.assembly.control.owner import SessionOwner
 from fastagent_cli.assembly.control.views import listing, published_entries, session_usage
 from fastagent_cli.assembly.control.writes import delete_session, fork_session, update_session
 from fastagent_cli.assembly.remote_actions import Action, RemoteActions
@@ -180,6 +182,7 @@ class LocalSessionControl:
         self.writes = writes
         self._commands = commands
         self._sessions = LocalSessions(self)
+        self._owner: SessionOwner | None = None
         hub = engine.hub
         self._remote = RemoteActions(hub, engine.runs) if isinstance(hub, SharedEventHub) else None
 
@@ -198,6 +201,14 @@ class LocalSessionControl:
     @property
     def sessions(self) -> LocalSessions:
         return self._sessions
+
+    @property
+    def owner(self) -> SessionOwner:
+        """The agent owner's face (chat, ``invoke``): its reads, its settings writes through this
+        hub's write path (whatever :attr:`writes` says), its ``/compact``."""
+        if self._owner is None:
+            self._owner = SessionOwner(self.engine)
+        return self._owner
 
     async def capabilities(self) -> Capabilities:
         writes = self.writes

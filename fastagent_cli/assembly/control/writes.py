@@ -10,8 +10,10 @@ reporting the record as it now is. One ``state_changed`` reports each accepted p
 
 :func:`write_settings` is the same write for the agent's owner (chat's ``/model``, ``/thinking``,
 a new session carrying the settings chosen before, ``--model`` pinned on a session), which the
-session port validates with its own messages: under the lease, whole entries, one
-``state_changed`` to the hub's watchers (the web chat, ``attach``, ``/control/.../events``).
+hub's owner face (:mod:`.owner`) validates with its own messages. Both build their entries with
+:func:`settings_entries` and commit through :func:`_apply` under the lease, with one
+``state_changed`` to the hub's watchers (the web chat, ``attach``, ``/control/.../events``): there
+is one way a session's model or thinking level is written.
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.sessions.record import SessionRecord, is_position
 from fastagent_cli.sessions.store import ForkConflict
 
-__all__ = ["SettingsDecision", "delete_session", "fork_session", "update_session", "write_settings"]
+__all__ = [
+    "SettingsDecision",
+    "delete_session",
+    "fork_session",
+    "settings_entries",
+    "update_session",
+    "write_settings",
+]
 
 log = logging.getLogger("fastagent.control")
 
@@ -127,64 +136,91 @@ async def _write(
     planned = _planned(engine, record, patch, model)
     if isinstance(planned, ActionResult):
         return planned
-    session = record.session
-    landed: list[str] = []
-    steps: list[tuple[str, Callable[[], object]]] = []
+    steps: list[Step] = []
     if patch.leaf_entry_id is not None:
         target = patch.leaf_entry_id
-        steps.append(("leafEntryId", lambda: record.move_leaf(target)))
+        steps.append((("leafEntryId",), lambda: record.move_leaf(target)))
     if patch.name is not None:
         label = patch.name.strip()
-        steps.append(("name", lambda: record.set_name(label)))
-    if model is not None:
-        chosen = model
-        steps.append(
-            ("model", lambda: record.append("model_change", provider=chosen.provider, modelId=chosen.id))
-        )
-    if patch.thinking_level is not None:
-        level = patch.thinking_level
-        steps.append(("thinkingLevel", lambda: record.append("thinking_level_change", thinkingLevel=level)))
-    try:
-        for field, step in steps:
-            step()
-            landed.append(field)
-        await _flushed(record, landed)
-    except (FastagentError, OSError) as exc:
-        reason = one_line(getattr(exc, "message", None) or str(exc))
-        if not landed:
-            return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
-        engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
-        return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
-    engine.hub.publish(session, state_changed(record, engine.settings_of(record), landed))
-    return accepted()
+        steps.append((("name",), lambda: record.set_name(label)))
+    for entry in settings_entries(model, patch.thinking_level):
+        steps.append(_appending(record, [entry]))
+    return await _commit(engine, record, steps)
 
+
+Step = tuple[tuple[str, ...], Callable[[], object]]
+"""One write of a patch: the wire fields it changes, and the call on the leased record."""
 
 _SETTING_FIELDS = {"model_change": "model", "thinking_level_change": "thinkingLevel"}
 """The wire field each settings entry changes."""
 
+
+def settings_entries(model: ModelInfo | None, thinking: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The journal entries that set a session's model and/or thinking level (pi's
+    ``model_change`` / ``thinking_level_change``): the only shape either is written in."""
+    entries: list[tuple[str, dict[str, Any]]] = []
+    if model is not None:
+        entries.append(("model_change", {"provider": model.provider, "modelId": model.id}))
+    if thinking is not None:
+        entries.append(("thinking_level_change", {"thinkingLevel": thinking}))
+    return entries
+
+
+def _appending(record: SessionRecord, entries: Sequence[tuple[str, dict[str, Any]]]) -> Step:
+    fields = tuple(dict.fromkeys(_SETTING_FIELDS[kind] for kind, _ in entries if kind in _SETTING_FIELDS))
+    return fields, lambda: record.append_many(list(entries))
+
+
+async def _commit(engine: EngineAgent, record: SessionRecord, steps: Sequence[Step]) -> ActionResult:
+    """:func:`_apply` for the control plane: a failure after some steps landed answers
+    ``partial_update`` naming them, one before any ``boundary_command_failed``."""
+    landed: list[str] = []
+    try:
+        await _apply(engine, record, steps, landed)
+    except (FastagentError, OSError) as exc:
+        reason = one_line(getattr(exc, "message", None) or str(exc))
+        if not landed:
+            return rejected(BOUNDARY_COMMAND_FAILED, f"nothing was written: {reason}")
+        return rejected(PARTIAL_UPDATE, f"wrote {', '.join(landed)}, then failed: {reason}; read state()")
+    return accepted()
+
+
+async def _apply(
+    engine: EngineAgent, record: SessionRecord, steps: Sequence[Step], landed: list[str]
+) -> None:
+    """The hub's one write: ``steps`` on the leased record in order, flushed, and one
+    ``state_changed`` for the hub's watchers naming what landed (collected in ``landed``), also
+    when a later step failed; the failure is raised."""
+    try:
+        for fields, step in steps:
+            step()
+            landed.extend(fields)
+        await _flushed(record, landed)
+    finally:
+        if landed:
+            engine.hub.publish(record.session, state_changed(record, engine.settings_of(record), landed))
+
+
 SettingsDecision = Callable[[SessionRecord], tuple[Sequence[tuple[str, dict[str, Any]]], SessionSettings]]
-"""Given the leased record: the entries to write (``model_change`` / ``thinking_level_change``) and
-the settings they lead to; raises (writing nothing) to refuse."""
+"""Given the leased record: the entries to write (made by :func:`settings_entries`) and the
+settings they lead to; raises (writing nothing) to refuse."""
 
 
 async def write_settings(
     engine: EngineAgent, session: str, decide: SettingsDecision, *, create: bool = False
 ) -> SessionSettings:
-    """The owner's settings write: under the session's lease (SessionBusyError at once while a run
-    or another write holds it), ``decide`` on the record as it is, its entries appended whole and
-    flushed, and a ``state_changed`` for the hub's watchers when anything was written. A session
-    that does not exist is created when ``create``, else SessionError."""
+    """The owner's settings write, through the same commit as :func:`update_session`: under the
+    session's lease (SessionBusyError at once while a run or another write holds it), ``decide``
+    on the record as it is, its entries appended whole as one write, and a ``state_changed`` for
+    the hub's watchers when anything was written. A session that does not exist is created when
+    ``create``, else SessionError; what the store could not write is raised."""
     store = engine.store
     async with store.leased(session):
         record = await (store.open_or_create(session) if create else store.open_if_exists(session))
         if record is None:
             raise SessionError(f"no session {session!r}")
         entries, result = decide(record)
-        if entries:
-            record.append_many(list(entries))
-            await record.flush()
-            changed = {_SETTING_FIELDS[kind] for kind, _ in entries if kind in _SETTING_FIELDS}
-            engine.hub.publish(session, state_changed(record, engine.settings_of(record), changed))
+        await _apply(engine, record, [_appending(record, entries)] if entries else [], [])
         return result
 
 

@@ -1,6 +1,7 @@
 """``fastagent attach``: the chat's terminal UI on a live session of a serve, over ``/control``.
 
-* :mod:`.transcript`: durable entries and live events shown once each;
+* :mod:`fastagent_cli.chat.transcript` (shared with chat): durable entries and live events shown
+  once each;
 * :mod:`.follow`: rounds of subscribe, resync from ``entries(since=)``, follow;
 * :mod:`.link`: the endpoint, ``control.json`` re-read after a restart, the reconnect budgets;
 * :mod:`.app`: the prompt and the run view, what a typed line does.

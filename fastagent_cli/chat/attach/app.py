@@ -36,14 +36,15 @@ from rich.text import Text
 
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
-from fastagent_cli.chat.attach.transcript import Transcript
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.run_actions import abort_run, send_to_run
 from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.contract import Failed, Prompt, Scope
-from fastagent_cli.control import NO_ACTIVE_RUN, RUN_COMMAND_FAILED, SessionState
+from fastagent_cli.control import SessionState
 from fastagent_cli.errors import ControlRequestError, one_line
 from fastagent_cli.remote import REQUEST_FAILED
 
@@ -374,14 +375,11 @@ class AttachApp:
         if kind == "line" and not self._want_run:
             self._start_run(text)
             return
-        prompt = Prompt(text)
-        result = await (session.follow_up(prompt) if kind == "follow_up" else session.steer(prompt))
-        if result.ok or result.error is None:
-            return
-        if result.error.code in (NO_ACTIVE_RUN, RUN_COMMAND_FAILED):
+        sent = await send_to_run(session, text, "follow_up" if kind == "follow_up" else "steer")
+        if sent.late:
             self._start_run(text)  # the run ended first: the text starts the next one
-            return
-        await self._say(f"✗ {result.error.message}", "red")
+        elif sent.refused is not None:
+            await self._say(f"✗ {sent.refused}", "red")
 
     def _start_run(self, text: str) -> None:
         task = asyncio.create_task(self._drive(text))
@@ -417,13 +415,7 @@ class AttachApp:
         if control is None:
             await self._say("✗ not connected (reconnecting)", "red")
             return
-        result = await control.sessions.get(self.session).abort()
-        if result.ok or result.error is None:
-            await self._say("⏹ abort sent", "yellow")
-        elif result.error.code == NO_ACTIVE_RUN:
-            await self._say("nothing is running")
-        else:
-            await self._say(f"✗ could not abort: {result.error.message}", "red")
+        await self._say(*await abort_run(control.sessions.get(self.session)))
 
     async def _commands(self, asked: str | None) -> None:
         """``/commands`` (``asked`` is None) or any other reserved ``/word``."""

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from fastagent_cli.chat.attach.link import RETRY_PAUSE_S, Link, decide
-from fastagent_cli.chat.attach.transcript import Transcript
+from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.control import Session, SessionEvent, SessionEventsClosed, SessionState, pending_labels
 from fastagent_cli.errors import ControlRequestError, FastagentError
 

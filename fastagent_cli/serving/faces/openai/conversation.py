@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastagent_cli.assembly import SessionPort
+from fastagent_cli.assembly import SessionOwner
 from fastagent_cli.contract import Prompt, Scope
 from fastagent_cli.serving.faces.openai.content import RequestError, Turn, history_messages, with_context
 from fastagent_cli.state.atomic import (
@@ -81,7 +81,7 @@ def prompt_of(turns: list[Turn]) -> Prompt:
 
 
 async def plan_turn(
-    sessions: SessionPort,
+    sessions: SessionOwner,
     explicit: str | None,
     system: str | None,
     turns: list[Turn],
@@ -156,7 +156,7 @@ class ResponseIndex:
 
 
 async def continue_response(
-    sessions: SessionPort, index: ResponseIndex, previous: str, system: str | None, turns: list[Turn]
+    sessions: SessionOwner, index: ResponseIndex, previous: str, system: str | None, turns: list[Turn]
 ) -> Planned:
     """Rule 3's ``previous_response_id``: the session it ended, or a fork at its position."""
     prompt = prompt_of(turns)

@@ -1,19 +1,19 @@
-"""The session port: the agent owner's face on the session hub, without the store.
+"""The owner's face on the session hub (:attr:`LocalSessionControl.owner
+<fastagent_cli.assembly.control.hub.LocalSessionControl.owner>`, ``opened.sessions``).
 
-* :meth:`SessionPort.read` returns a :class:`SessionView` of a record as stored, never repaired or
-  written, with its settings resolved the way the engine runs them;
-* :meth:`SessionPort.list` lists the stored sessions, newest first;
-* :meth:`SessionPort.update` writes per-session settings (``model_change`` /
-  ``thinking_level_change`` entries), validated as a whole before anything is written, through
-  the hub's write path (:func:`~fastagent_cli.assembly.control.writes.write_settings`: under the
-  session's lease, so a running turn makes it fail at once as busy, and reported to the hub's
-  watchers as ``state_changed``);
-* :meth:`SessionPort.compact` starts a manual compaction (whatever ``session_control`` says: it
-  is the agent owner's own command, chat's ``/compact``).
+What the agent's owner (chat, ``invoke``) does with its sessions that the control plane's
+:class:`~fastagent_cli.control.Session` does not say, on the hub and through its write path:
 
-Chat uses it for ``/model``, ``/thinking``, ``/resume``, ``/compact`` and its status line, and the
-session hub (:mod:`fastagent_cli.assembly.control`, ``opened.control``) for its runs; the hub is
-what the control plane publishes over HTTP. Only the hub's write module takes a session's lease.
+* :meth:`SessionOwner.read` returns a :class:`SessionView` of a record as stored, never repaired
+  or written, with its settings resolved the way the engine runs them;
+* :meth:`SessionOwner.list` lists the stored sessions, newest first;
+* :meth:`SessionOwner.update`, :meth:`SessionOwner.pin_model` and :meth:`SessionOwner.carry` write
+  per-session settings, validated as a whole (with the owner's messages: a ``:level`` suffix,
+  the levels a model supports) before anything is written, then committed by the hub's one write
+  (:func:`~fastagent_cli.assembly.control.writes.write_settings`: the same entries, lease, commit
+  and ``state_changed`` as a ``/control`` update). The owner's writes do not depend on
+  ``session_control``: that switch is about clients of the control plane;
+* :meth:`SessionOwner.compact` starts a manual compaction (chat's ``/compact``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastagent_cli.assembly.control.writes import delete_session, fork_session, write_settings
+from fastagent_cli.assembly.control.writes import (
+    delete_session,
+    fork_session,
+    settings_entries,
+    write_settings,
+)
 from fastagent_cli.control import ActionResult
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
@@ -36,7 +41,7 @@ from fastagent_cli.models.thinking import clamp_thinking
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.record import SessionRecord
 
-__all__ = ["SessionPort", "SessionSettings", "SessionSummary", "SessionView"]
+__all__ = ["SessionOwner", "SessionSettings", "SessionSummary", "SessionView"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +59,7 @@ class SessionView:
     settings: SessionSettings
 
 
-class SessionPort:
+class SessionOwner:
     def __init__(self, engine: EngineAgent) -> None:
         self._engine = engine
         self._store = engine.store
@@ -130,12 +135,11 @@ class SessionPort:
         result = base
         if model is not None:
             info = self._models.resolve(model)
-            entries.append(("model_change", {"provider": info.provider, "modelId": info.id}))
             result = SessionSettings(info, result.requested_thinking)
             _, suffix = parse_spec(model.strip())
-            if suffix is not None and thinking is None:
-                level = clamp_thinking(suffix, info)
-                entries.append(("thinking_level_change", {"thinkingLevel": level}))
+            level = clamp_thinking(suffix, info) if suffix is not None and thinking is None else None
+            entries += settings_entries(info, level)
+            if level is not None:
                 result = SessionSettings(info, level)
         if thinking is not None:
             levels = result.available_thinking
@@ -144,7 +148,7 @@ class SessionPort:
                 raise UsageError(
                     f"{result.spec} supports thinking levels: {', '.join(levels)} (not {thinking!r})"
                 )
-            entries.append(("thinking_level_change", {"thinkingLevel": chosen}))
+            entries += settings_entries(None, chosen)
             result = SessionSettings(result.model, chosen)
         return entries, result
 
@@ -208,13 +212,12 @@ class SessionPort:
         """Write ``settings`` into ``session`` (created if new) where they differ from the agent's
         defaults: how a new chat session keeps the model and thinking level chosen before."""
         defaults = self.defaults()
-        entries: builtins.list[tuple[str, dict[str, Any]]] = []
-        if settings.spec != defaults.spec:
-            entries.append(
-                ("model_change", {"provider": settings.model.provider, "modelId": settings.model.id})
-            )
-        if settings.requested_thinking != defaults.requested_thinking:
-            entries.append(("thinking_level_change", {"thinkingLevel": settings.requested_thinking}))
+        entries = settings_entries(
+            settings.model if settings.spec != defaults.spec else None,
+            settings.requested_thinking
+            if settings.requested_thinking != defaults.requested_thinking
+            else None,
+        )
         if entries:
             await write_settings(self._engine, session, lambda _record: (entries, settings), create=True)
 

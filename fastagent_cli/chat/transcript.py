@@ -1,4 +1,6 @@
-"""What ``attach`` shows of a session: its durable entries and its live events, each thing once.
+"""What chat and ``attach`` show of a session: its durable entries and its live events, each thing
+once. :meth:`Transcript.feed` is the one place a live session event becomes lines on the screen
+(chat's own runs and attach's alike); :meth:`Transcript.show_entries` the one for the record.
 
 Two sources describe the same conversation: ``entries(since=...)`` (durable, after the fact) and
 ``events()`` (live, as it happens). A subscription opens before the entries are read, so the two
@@ -30,8 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastagent_cli.chat.tool_lines import ToolLog, ToolRecord
+from fastagent_cli.chat.turns import CUT_OFF_MARK
 from fastagent_cli.contract import Failed, Retrying, ToolEnded, ToolStarted
 from fastagent_cli.control import EntryView, SessionEntries, SessionEvent
+from fastagent_cli.control.compaction_notes import compaction_note
 
 __all__ = ["Transcript", "TranscriptSink", "active_path"]
 
@@ -88,15 +92,27 @@ class Transcript:
     """Feed it entries (:meth:`show_entries`) and live events (:meth:`feed`); it drives ``sink``."""
 
     def __init__(
-        self, sink: TranscriptSink, clock: Callable[[], float], *, history: int | None = None
+        self,
+        sink: TranscriptSink,
+        clock: Callable[[], float],
+        *,
+        history: int | None = None,
+        tools: ToolLog | None = None,
+        aborted: str = "⏹ the run was aborted",
     ) -> None:
         self.sink = sink
         self.clock = clock
         self.history = history
         """How many entries the first read shows at most (``None``: all)."""
+        self.aborted = aborted
+        """The line an aborted run ends with (chat, whose Ctrl+C aborts it: ``⏹ interrupted``)."""
         self.cursor: str | None = None
         """The last entry accounted for, in append order (``entries(since=cursor)`` reads on)."""
-        self.tools = ToolLog()
+        self.tools = tools if tools is not None else ToolLog()
+        """The tool calls shown, numbered (``/expand N`` reads them)."""
+        self._typed = False
+        """The next ``user_message`` is a prompt the input line left on the screen."""
+        self._interrupting = False
         self._accounted: set[str] = set()
         self._owner: str | None = None
         """The latest assistant entry known (append order): the tool results read after it are its."""
@@ -194,6 +210,16 @@ class Transcript:
 
     # --- live events ----------------------------------------------------------------------------
 
+    def prompt_typed(self) -> None:
+        """The run about to start opens with a prompt still on the screen where it was typed (chat's
+        input line): its ``user_message`` is not shown again."""
+        self._typed = True
+
+    def interrupting(self) -> None:
+        """This app is stopping the run (chat's Ctrl+C): the tool calls it cuts short read
+        ``interrupted``, not as the error result the engine records for them."""
+        self._interrupting = True
+
     def feed(self, event: SessionEvent) -> bool:
         """Show one live event; ``True`` when the record must be read to show it (a message whose
         start was missed): read ``entries(since=self.cursor)`` and pass it to :meth:`show_entries`."""
@@ -204,7 +230,10 @@ class Transcript:
                 return False
             self._past_the_read(entry)
             self._close_partial()
-            self.sink.user_prompt(str(data.get("text", "")))
+            if self._typed:
+                self._typed = False
+            else:
+                self.sink.user_prompt(str(data.get("text", "")))
             self._account(entry)
         elif kind == "message_started":
             self._close_partial()  # a new answer: the one cut off by the disconnect is over
@@ -212,26 +241,29 @@ class Transcript:
         elif kind == "message_delta":
             self._delta(str(data.get("channel", "text")), str(data.get("delta", "")))
         elif kind == "message_finished":
-            return self._finished(data.get("entryId"))
+            if self._finished(data.get("entryId")):
+                return True
+            if data.get("stopReason") == "length":
+                self.sink.note(CUT_OFF_MARK, "yellow")
         elif kind == "tool_started":
             self._tool_started(data)
         elif kind == "tool_finished":
             self._tool_finished(data)
         elif kind in ("retry_scheduled", "model_retry_scheduled"):
-            self.sink.retrying(
-                Retrying(
-                    _int(data.get("attempt")),
-                    _int(data.get("maxAttempts")),
-                    _int(data.get("delayMs")),
-                    str(data.get("error", "")),
-                )
+            reason = str(data.get("error", ""))
+            if kind == "retry_scheduled":  # a summary's model call, not the answer's
+                reason = f"{data.get('operation')}: {reason}"
+            attempt, most, delay = (
+                _int(data.get("attempt")),
+                _int(data.get("maxAttempts")),
+                _int(data.get("delayMs")),
             )
+            self.sink.retrying(Retrying(attempt, most, delay, reason))
         elif kind == "run_settled":
             self._settled(data)
-        elif kind == "compaction_started":
-            self.sink.note("⋯ compacting the session…", "dim")
-        elif kind == "compaction_finished":
-            self._compacted(data)
+        elif (note := compaction_note(event)) is not None:
+            failed = kind == "compaction_finished" and "error" in data
+            self.sink.note(f"⋯ {note}", "red" if failed else "dim")
         elif kind == "serving_error":
             self.sink.note(f"✗ server error: {data.get('message', '')}", "red")
         return False
@@ -293,6 +325,8 @@ class Transcript:
         if record is None:
             record = self.tools.start(ToolStarted(call, "(tool)", None), self.clock())
         self.tools.end(ToolEnded(call, bool(data.get("isError")), data.get("content")), self.clock())
+        if self._interrupting and record.status == "error":
+            record.status = "interrupted"
         self._tools_done.add(key)
         self.sink.tool_ended(record)
 
@@ -306,7 +340,7 @@ class Transcript:
         error = data.get("error") if isinstance(data.get("error"), Mapping) else {}
         assert isinstance(error, Mapping)
         if status == "aborted":
-            self.sink.note("⏹ the run was aborted", "yellow")
+            self.sink.note(self.aborted, "yellow")
         elif status == "failed":
             code = error.get("code")
             self.sink.failed(
@@ -317,15 +351,6 @@ class Transcript:
                 )
             )
         self.sink.end_message()
-
-    def _compacted(self, data: Mapping[str, Any]) -> None:
-        if data.get("aborted"):
-            self.sink.note("⋯ compaction aborted; the history is unchanged", "dim")
-        elif "error" in data:
-            self.sink.note(f"✗ compaction failed: {data.get('error')}", "red")
-        else:
-            size = len(str(data.get("summary", "")))
-            self.sink.note(f"⋯ compacted: older history is now a {size}-character summary", "dim")
 
     # --- connection -----------------------------------------------------------------------------
 
