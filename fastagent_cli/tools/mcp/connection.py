@@ -167,6 +167,9 @@ class Connection:
     async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         return await self.request(lambda client: client.call_tool(tool, arguments))
 
+    async def list_resources(self, cursor: str | None) -> mcp_types.ListResourcesResult:
+        return await self.request(lambda client: client.list_resources(cursor=cursor, cache_mode="bypass"))
+
     async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
         return await self.request(lambda client: client.read_resource(uri, cache_mode="bypass"))
 

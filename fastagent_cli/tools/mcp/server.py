@@ -99,6 +99,19 @@ class McpServer:
             connection.subscriptions = tuple(self.watch)
         return dict(connection.subscribe_errors)
 
+    async def list_resources(self, limit: int = 1000) -> list[mcp_types.Resource]:
+        """``resources/list``, every page (up to ``limit`` resources); raises what failed."""
+        connection = await self._current()
+        found: list[mcp_types.Resource] = []
+        cursor: str | None = None
+        while len(found) < limit:
+            page = await connection.list_resources(cursor)
+            found += page.resources
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found[:limit]
+
     async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
         """``resources/read``; raises what failed (StartFailure, ConnectionLost, MCPError)."""
         connection = await self._current()

@@ -82,7 +82,7 @@ def price(item_id: str) -> float:
     return int(number) * 10 + len(category) + 0.5
 
 
-@app.tool()
+@app.tool(annotations=types.ToolAnnotations(read_only_hint=True))
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
@@ -107,7 +107,7 @@ async def nap(seconds: float) -> str:
     return "rested"
 
 
-@app.tool()
+@app.tool(annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True))
 def crash() -> str:
     """Exit the server process in the middle of the call."""
     os._exit(3)
