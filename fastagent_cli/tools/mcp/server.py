@@ -91,12 +91,11 @@ class McpServer:
         connection = await self._current()
         await connection.ready()
         if not connection.subscriptions:  # started before watching began (a turn used it)
-            for uri in self.watch:
-                try:
-                    await connection.subscribe(uri)
-                except MCPError as exc:
+            try:
+                await connection.watch(self.watch)
+            except MCPError as exc:
+                for uri in self.watch:
                     connection.subscribe_errors[uri] = exc.message or str(exc)
-            connection.subscriptions = tuple(self.watch)
         return dict(connection.subscribe_errors)
 
     async def list_resources(self, limit: int = 1000) -> list[mcp_types.Resource]:
