@@ -17,10 +17,8 @@ import logging
 import math
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -31,10 +29,10 @@ from mcp_types import CONNECTION_CLOSED, Implementation
 from fastagent_cli._version import __version__
 from fastagent_cli.tools.mcp.convert import describe_error
 from fastagent_cli.tools.mcp.subscriptions import Listener, listens, subscribe_each
+from fastagent_cli.tools.mcp.transports import open_transport
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 __all__ = ["START_TIMEOUT_S", "Connection", "ConnectionLost", "StartFailure"]
 
@@ -57,50 +55,6 @@ class ConnectionLost(Exception):
     def __init__(self, message: str, *, sent: bool) -> None:
         super().__init__(message)
         self.sent = sent
-
-
-class _EofWatch:
-    """The transport's read stream, reporting when it ends (the server closed stdout or died)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            item: SessionMessage | Exception = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-        return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _EofWatch:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _EofWatch:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-@asynccontextmanager
-async def _watched_stdio(
-    params: StdioServerParameters, errlog: TextIO, on_eof: Callable[[], None]
-) -> AsyncIterator[tuple[Any, Any]]:
-    async with stdio_client(params, errlog=errlog) as (read_stream, write_stream):
-        yield _EofWatch(read_stream, on_eof), write_stream
 
 
 T = TypeVar("T")
@@ -130,7 +84,7 @@ class Connection:
     def __init__(
         self,
         name: str,
-        params: StdioServerParameters,
+        params: StdioServerParameters | McpServerConfig,
         *,
         subscriptions: Sequence[str] = (),
         on_updated: Callable[[str], None] | None = None,
@@ -244,7 +198,7 @@ class Connection:
             self._finish(failure)
 
     async def _session(self, errlog: TextIO, scope: anyio.CancelScope) -> None:
-        transport = _watched_stdio(self.params, errlog, self._on_eof)
+        transport = open_transport(self.params, errlog, self._on_eof)
         info = Implementation(name="fastagent", version=__version__)
         client = Client(
             transport, mode="auto", cache=None, client_info=info, message_handler=self._on_message
@@ -308,7 +262,11 @@ class Connection:
                 if not call.future.done():
                     call.future.set_result(result)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+            if exc.message == "Session terminated" and isinstance(self.params, McpServerConfig):
+                # a remote server that restarted no longer knows the session: it did not run the call
+                self._on_eof()
+                _settle(call.future, ConnectionLost(f"MCP server {self.name} ended the session", sent=False))
+            elif exc.code == CONNECTION_CLOSED:
                 _settle(
                     call.future, ConnectionLost(f"MCP server {self.name} exited during the call", sent=True)
                 )
@@ -317,7 +275,8 @@ class Connection:
         except Exception as exc:
             _settle(call.future, exc)
         finally:  # also when the owner cancels the call (shutdown)
-            _settle(call.future, ConnectionLost(f"MCP server {self.name} was stopped", sent=True))
+            why = "was stopped" if self._stopping else "was lost during the call"
+            _settle(call.future, ConnectionLost(f"the connection to MCP server {self.name} {why}", sent=True))
 
     async def _answers_ping(self, client: Client) -> bool:
         """Whether an idle server is still there, so a call never goes to a server that died
@@ -350,6 +309,8 @@ class Connection:
                 reason = "exited during start-up"
             else:
                 reason = describe_error(failure, self.params.command)
+                if isinstance(self.params, McpServerConfig):
+                    reason = f"cannot reach {self.params.url}: {reason}"
             _settle(self._ready, StartFailure(f"{reason}{self._stderr_note()}"))
         elif failure is not None and not self._stopping:
             log.warning("[mcp] server %s failed: %s", self.name, describe_error(failure))
