@@ -119,6 +119,8 @@ def info_document(
                 "name": name,
                 "command": server.command,
                 "args": list(server.args),
+                "url": server.url,
+                "transport": server.transport if server.url else "stdio",
                 "tools": [t.name for t in mcp_tools if t.name.startswith(f"{name}__")],
             }
             for name, server in surface.config.mcp_servers.items()
@@ -216,7 +218,8 @@ def _print_text(doc: dict[str, Any]) -> None:
         line("deferred", f"{', '.join(doc['deferredTools'])} (activated via search_tools)")
     for server in doc["mcpServers"]:
         found = ", ".join(server["tools"]) or "(no tools)"
-        line("mcp", f"{server['name']}: {server['command']} {' '.join(server['args'])} -> {found}".strip())
+        reach = server["url"] or f"{server['command']} {' '.join(server['args'])}".strip()
+        line("mcp", f"{server['name']}: {reach} -> {found}")
     line("channels", ", ".join(doc["channels"]) or "(none)")
     shown = [f"{s['name']} (next {s['next'] or 'never'})" for s in doc["schedules"]]
     line("schedules", ", ".join(shown) or "(none)")

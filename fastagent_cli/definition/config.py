@@ -49,6 +49,12 @@ a TOML syntax error names the file, line and column::
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
     watch = ["file:///notes.md"]       # resources whose updates become notices while serving
     code_mode = true                   # this server's tools are called from run_code
+
+    [mcp_servers.linear]               # a remote server (streamable HTTP)
+    url = "https://mcp.linear.app/mcp"
+    headers = { Authorization = "Bearer $LINEAR_TOKEN" }   # $VAR read when connecting
+    timeout = 30                       # seconds per HTTP request
+    transport = "sse"                  # only for a server on the legacy HTTP+SSE transport
 """
 
 from __future__ import annotations

@@ -86,8 +86,13 @@ class LiveTools:
             if (settings is not None and settings.enabled) or any(servers.values()):
                 from fastagent_cli.tools.code_mode.run_code import CodeMode
 
-                self._code_mode = CodeMode(settings, servers)
+                self._code_mode = CodeMode(settings, servers, self._resource_reader)
         return self._code_mode
+
+    def _resource_reader(self) -> Any:
+        """The MCP servers' resources for code mode (``None`` when MCP cannot run here)."""
+        source = self._open_source()
+        return source.resources if source is not None else None
 
     def catalog(self) -> Mapping[str, Tool]:
         """Every registered tool by name (what ``search_tools`` searches)."""

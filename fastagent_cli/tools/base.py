@@ -156,6 +156,11 @@ class Tool:
     prompt_snippet: str | None = None
     source: str = "builtin"
     timeout: float | None = None
+    output_schema: Mapping[str, Any] | None = None
+    """The JSON Schema of the tool's structured result, where it declares one (MCP ``outputSchema``,
+    a typed tool's return annotation): code mode types the sandbox function with it."""
+    annotations: Mapping[str, Any] | None = None
+    """MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) where the tool has them."""
 
     @property
     def spec(self) -> ToolSpec:

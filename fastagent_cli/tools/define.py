@@ -95,6 +95,22 @@ def _input_model(
     return model, None, ctx_param
 
 
+def _output_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """The JSON Schema of what ``fn`` returns as structured data (``None`` for text, blocks,
+    results and unannotated functions)."""
+    returned = get_type_hints(fn, include_extras=True).get("return", Any)
+    if returned in (Any, str, None, type(None), ToolResult) or (
+        inspect.isclass(returned) and issubclass(returned, ToolResult)
+    ):
+        return None
+    try:
+        schema = pydantic.TypeAdapter(returned).json_schema(mode="serialization")
+    except (pydantic.PydanticUserError, TypeError, ValueError):
+        return None
+    schema.pop("title", None)
+    return schema
+
+
 def invalid_arguments_text(error: pydantic.ValidationError) -> str:
     parts = []
     for err in error.errors():
@@ -209,6 +225,7 @@ def define_tool(
             prompt_snippet=prompt_snippet,
             source=getattr(func, "__module__", "python"),
             timeout=timeout,
+            output_schema=_output_schema(func),
         )
 
     if fn is not None:

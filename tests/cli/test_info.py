@@ -121,7 +121,14 @@ def test_mcp_servers_are_listed_and_a_broken_one_is_a_diagnostic(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["mcpServers"] == [
-        {"name": "ghost", "command": "/nonexistent/mcp-server", "args": ["--x"], "tools": []}
+        {
+            "name": "ghost",
+            "command": "/nonexistent/mcp-server",
+            "args": ["--x"],
+            "url": None,
+            "transport": "stdio",
+            "tools": [],
+        }
     ]
     assert any("ghost" in d or "MCP support is unavailable" in d for d in doc["mcpDiagnostics"])
 

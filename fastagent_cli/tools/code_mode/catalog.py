@@ -12,6 +12,7 @@ description and its parameters' descriptions.
 from __future__ import annotations
 
 import builtins
+import json
 import keyword
 import re
 from collections.abc import Mapping, Sequence
@@ -19,12 +20,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastagent_cli.tools.base import Tool
+from fastagent_cli.tools.code_mode.helpers import HELPER_NAMES, HELPERS_DOC
+from fastagent_cli.tools.code_mode.resources import RESOURCE_FUNCTIONS
 
-__all__ = ["RESERVED", "Catalog", "Function", "build_catalog", "describe_run_code", "python_name"]
+__all__ = [
+    "RESERVED",
+    "Catalog",
+    "Function",
+    "build_catalog",
+    "describe_run_code",
+    "mutating_note",
+    "python_name",
+]
 
-RESERVED = frozenset({"run_code", "asyncio", "json", "print", *dir(builtins)})
+RESERVED = frozenset(
+    {"run_code", "asyncio", "json", "print", *HELPER_NAMES, *RESOURCE_FUNCTIONS, *dir(builtins)}
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _DOC_LINES = 12
+_SKETCH_FIELDS = 12
 
 
 def python_name(name: str) -> str:
@@ -80,8 +94,70 @@ def _type(schema: Any, depth: int = 0) -> str:
     return "Any"
 
 
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) followed."""
+    for _ in range(8):
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return schema
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        schema = target
+    return schema
+
+
+def _sketch(schema: Any, root: Mapping[str, Any], depth: int = 0) -> str:
+    """A result's shape as Python-like text: ``{"id": str, "tags": [str], "owner": {...}}``."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping):
+        return "Any"
+    if depth > 3:
+        return "..."
+    kind = schema.get("type")
+    properties = schema.get("properties")
+    if (kind == "object" or kind is None) and isinstance(properties, Mapping) and properties:
+        listed = schema.get("required")
+        required: list[Any] = listed if isinstance(listed, list) else []
+        fields = []
+        for key, sub in list(properties.items())[:_SKETCH_FIELDS]:
+            shown = _sketch(sub, root, depth + 1)
+            fields.append(f"{json.dumps(str(key))}: {shown}{'' if key in required else ' (optional)'}")
+        if len(properties) > _SKETCH_FIELDS:
+            fields.append(f"... ({len(properties) - _SKETCH_FIELDS} more)")
+        return "{" + ", ".join(fields) + "}"
+    if kind == "array":
+        return f"[{_sketch(schema.get('items'), root, depth + 1)}]"
+    for union in ("anyOf", "oneOf"):
+        if isinstance(schema.get(union), list):
+            return " | ".join(dict.fromkeys(_sketch(s, root, depth + 1) for s in schema[union]))
+    return _type(schema)
+
+
+def _returns(tool: Tool) -> tuple[str, str | None]:
+    """The function's return annotation and the ``Returns:`` sketch (``None``: no output schema)."""
+    schema = tool.output_schema
+    if not isinstance(schema, Mapping) or not schema:
+        return "Any", None
+    resolved = _resolve(schema, schema)
+    return _type(resolved), _sketch(resolved, schema)
+
+
+def mutating_note(tool: Tool) -> str | None:
+    """The warning for a tool whose annotations say it is not read-only (``None``: no warning)."""
+    hints = tool.annotations or {}
+    if hints.get("destructiveHint") is True:
+        return "Mutating and destructive: it changes or deletes data; calling it again repeats that."
+    if hints.get("readOnlyHint") is False:
+        return "Mutating: it changes state outside the sandbox; calling it again repeats that."
+    return None
+
+
 def _docstring(tool: Tool, properties: Mapping[str, Any], names: Mapping[str, str]) -> str:
     lines = [line.rstrip() for line in (tool.description or tool.name).strip().splitlines()][:_DOC_LINES]
+    warning = mutating_note(tool)
+    if warning:
+        lines = [f"WARNING: {warning}", *lines]
     args = []
     for py, key in names.items():
         about = (
@@ -91,6 +167,9 @@ def _docstring(tool: Tool, properties: Mapping[str, Any], names: Mapping[str, st
             args.append(f"    {py}: {' '.join(about.split())}")
     if args:
         lines += ["", "Args:", *args]
+    returned, sketch = _returns(tool)
+    if sketch is not None and sketch != returned:  # a bare "dict[str, Any]" says nothing more
+        lines += ["", "Returns:", f"    {sketch}"]
     body = "\n".join(f"    {line}" if line else "" for line in lines).replace('"""', "'''")
     return f'    """\n{body}\n    """'
 
@@ -116,7 +195,8 @@ def _function(name: str, tool: Tool) -> Function:
         else:
             nullable = annotation == "Any" or "None" in annotation.split(" | ")
             params.append(f"{py}: {annotation} = None" if nullable else f"{py}: {annotation} | None = None")
-    signature = f"def {name}({'*, ' if params else ''}{', '.join(params)}) -> Any:"
+    returned, _ = _returns(tool)
+    signature = f"def {name}({'*, ' if params else ''}{', '.join(params)}) -> {returned}:"
     doc = _docstring(tool, properties, {py: names[py] for py in ordered})
     required = frozenset(py for py in names if names[py] in required_keys)
     return Function(name, tool, names, required, f"{signature}\n{doc}")
@@ -167,7 +247,10 @@ count), {memory} MiB of memory, {calls} function calls per snippet. Hitting the 
 limit resets the sandbox."""
 
 
-def describe_run_code(catalog: Catalog, *, time_limit: float, memory_mb: int, max_calls: int) -> str:
+def describe_run_code(
+    catalog: Catalog, *, time_limit: float, memory_mb: int, max_calls: int, extras: Sequence[str] = ()
+) -> str:
     rules = _RULES.format(time=time_limit, memory=memory_mb, calls=max_calls)
     functions = "\n\n".join(f.signature for f in catalog.functions.values()) or "# (none yet)"
-    return f"{rules}\n\nFunctions:\n```python\n{functions}\n```"
+    extra = "".join(f"\n\n{part}" for part in extras)
+    return f"{rules}\n\n{HELPERS_DOC}{extra}\n\nFunctions:\n```python\n{functions}\n```"

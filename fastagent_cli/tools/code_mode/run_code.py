@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult, text_result
 from fastagent_cli.tools.code_mode.catalog import Catalog, Function, build_catalog, describe_run_code
 from fastagent_cli.tools.code_mode.driver import Call
+from fastagent_cli.tools.code_mode.resources import RESOURCES_DOC, ResourceReader, resource_calls
 from fastagent_cli.tools.code_mode.sandbox import MontyPool, RunSandbox, monty_problem
 from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 
@@ -57,9 +58,15 @@ def _error_text(result: ToolResult) -> str:
 class CodeMode:
     """Which tools go into the sandbox, and the ``run_code`` tool over them."""
 
-    def __init__(self, settings: CodeModeSettings | None, servers: Mapping[str, bool | None]) -> None:
+    def __init__(
+        self,
+        settings: CodeModeSettings | None,
+        servers: Mapping[str, bool | None],
+        resources: Callable[[], ResourceReader | None] | None = None,
+    ) -> None:
         self.settings = settings or CodeModeSettings(enabled=False)
         self.servers = dict(servers)
+        self._resources = resources if servers else None
         self.pool = MontyPool(self.settings)
         self._problem: str | None = None
         self._checked = False
@@ -119,8 +126,10 @@ class CodeMode:
             time_limit=settings.time_limit,
             memory_mb=settings.memory_mb,
             max_calls=settings.max_nested_calls,
+            extras=[RESOURCES_DOC] if self._resources is not None else [],
         )
         functions = dict(self._catalog.functions)
+        resources = self._resources
 
         async def execute(args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             code = args.get("code")
@@ -128,6 +137,9 @@ class CodeMode:
                 return text_result("run_code needs code: a non-empty string of Python", is_error=True)
             restart = args.get("restart", False) is True
             calls = {name: self._caller(fn, ctx) for name, fn in functions.items()}
+            reader = resources() if resources is not None else None
+            if reader is not None:
+                calls.update(resource_calls(reader))
 
             def progress(log: Any) -> None:
                 ctx.report({"content": [{"type": "text", "text": log.lines()}]})

@@ -26,6 +26,7 @@ from typing import Any
 
 from fastagent_cli.tools.base import ToolResult, text_result
 from fastagent_cli.tools.code_mode.driver import Call, CallLog, Snippet
+from fastagent_cli.tools.code_mode.helpers import HELPERS_SOURCE
 from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 
 __all__ = ["MontyPool", "RunSandbox", "monty_problem"]
@@ -175,11 +176,12 @@ class RunSandbox:
                 is_error=True,
             )
         monty = _monty()
-        if self._session is None:
-            self._manager, self._session = await self.pool.checkout()
         collector = monty.CollectStreams(max_bytes=settings.print_limit_kb * 1024)
         snippet = Snippet(code, functions, settings.max_nested_calls, on_call)
         try:
+            if self._session is None:
+                self._manager, self._session = await self.pool.checkout()
+                await self._session.feed_start(HELPERS_SOURCE)  # the helpers: see .helpers
             value = await snippet.run(self._session, collector, monty)
         except BaseException as exc:
             self.used_s += snippet.sandbox_s

@@ -32,6 +32,7 @@ from fastagent_cli.control import Notice
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
 from fastagent_cli.tools.mcp.connection import StartFailure
 from fastagent_cli.tools.mcp.convert import tool_name
+from fastagent_cli.tools.mcp.resources import McpResources
 from fastagent_cli.tools.mcp.server import McpServer
 from fastagent_cli.tools.mcp.watch import ResourceWatch
 from fastagent_cli.tools.mcp_config import McpServerConfig
@@ -51,7 +52,17 @@ def _mcp_tool(server: McpServer, name: str, remote: Any) -> Tool:
     schema = remote.input_schema if isinstance(remote.input_schema, dict) else {}
     parameters = {"type": "object", "properties": {}, **schema}
     description = remote.description or remote.title or f"{remote_name} (MCP server {server.name})"
-    return Tool(name, description, parameters, execute, source=f"mcp:{server.name}")
+    output = remote.output_schema if isinstance(remote.output_schema, dict) else None
+    hints = remote.annotations.model_dump(by_alias=True, exclude_none=True) if remote.annotations else None
+    return Tool(
+        name,
+        description,
+        parameters,
+        execute,
+        source=f"mcp:{server.name}",
+        output_schema=output,
+        annotations=hints or None,
+    )
 
 
 class McpToolSource:
@@ -69,6 +80,11 @@ class McpToolSource:
     @property
     def servers(self) -> Sequence[McpServer]:
         return tuple(self._servers)
+
+    @property
+    def resources(self) -> McpResources:
+        """The servers' resources as plain data (code mode's resource functions)."""
+        return McpResources(self._servers)
 
     async def tools(self) -> list[Tool]:
         """Every server's tools as ``<server>__<tool>``; starts servers not yet running (and

@@ -16,24 +16,23 @@ import asyncio
 import logging
 import math
 import os
-import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, TextIO, TypeVar
 
 import anyio
+import anyio.abc
 import mcp_types
 from mcp_types import CONNECTION_CLOSED, Implementation
 
 from fastagent_cli._version import __version__
 from fastagent_cli.tools.mcp.convert import describe_error
+from fastagent_cli.tools.mcp.subscriptions import Listener, listens, subscribe_each
+from fastagent_cli.tools.mcp.transports import open_transport
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 __all__ = ["START_TIMEOUT_S", "Connection", "ConnectionLost", "StartFailure"]
 
@@ -58,50 +57,6 @@ class ConnectionLost(Exception):
         self.sent = sent
 
 
-class _EofWatch:
-    """The transport's read stream, reporting when it ends (the server closed stdout or died)."""
-
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            item: SessionMessage | Exception = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-        return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _EofWatch:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _EofWatch:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-@asynccontextmanager
-async def _watched_stdio(
-    params: StdioServerParameters, errlog: TextIO, on_eof: Callable[[], None]
-) -> AsyncIterator[tuple[Any, Any]]:
-    async with stdio_client(params, errlog=errlog) as (read_stream, write_stream):
-        yield _EofWatch(read_stream, on_eof), write_stream
-
-
 T = TypeVar("T")
 
 
@@ -122,13 +77,6 @@ def _settle(future: asyncio.Future[Any], error: BaseException) -> None:
         future.exception()  # marked retrieved: nobody may be waiting any more
 
 
-async def _subscribe(client: Client, uri: str) -> None:
-    with warnings.catch_warnings():  # deprecated only on the 2026 wire, which we do not speak
-        warnings.simplefilter("ignore")
-        pending = client.session.subscribe_resource(uri)
-    await pending
-
-
 class Connection:
     """One server process. Create, :meth:`start`, then :meth:`ready` / :meth:`call` /
     :meth:`aclose`; once :attr:`alive` is false it never comes back."""
@@ -136,7 +84,7 @@ class Connection:
     def __init__(
         self,
         name: str,
-        params: StdioServerParameters,
+        params: StdioServerParameters | McpServerConfig,
         *,
         subscriptions: Sequence[str] = (),
         on_updated: Callable[[str], None] | None = None,
@@ -144,9 +92,13 @@ class Connection:
         self.name = name
         self.params = params
         self.subscriptions = tuple(subscriptions)
-        """Resources to subscribe to (``resources/subscribe``) once the server runs."""
+        """Resources to watch once the server runs (on either wire, see :mod:`.subscriptions`)."""
         self.subscribe_errors: dict[str, str] = {}
         self._on_updated = on_updated
+        self._listener: Listener | None = None
+        self.protocol_version: str | None = None
+        """The protocol revision the handshake settled on."""
+        self._listen_scope = anyio.CancelScope()
         self.alive = True
         self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
         loop = asyncio.get_running_loop()
@@ -167,12 +119,24 @@ class Connection:
     async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         return await self.request(lambda client: client.call_tool(tool, arguments))
 
+    async def list_resources(self, cursor: str | None) -> mcp_types.ListResourcesResult:
+        return await self.request(lambda client: client.list_resources(cursor=cursor, cache_mode="bypass"))
+
     async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
         return await self.request(lambda client: client.read_resource(uri, cache_mode="bypass"))
 
-    async def subscribe(self, uri: str) -> None:
-        """``resources/subscribe`` (the 2025-era wire this client speaks)."""
-        await self.request(lambda client: _subscribe(client, uri))
+    async def watch(self, uris: Sequence[str]) -> None:
+        """Watch ``uris`` (beside what is watched already); refusals land in :attr:`subscribe_errors`."""
+        await self.ready()
+        wanted = tuple(dict.fromkeys((*self.subscriptions, *uris)))
+        self.subscriptions = wanted
+        listener = self._listener
+        if listener is not None:
+            listener.change(wanted)
+            await listener.acknowledged()
+            self.subscribe_errors.update(listener.errors)
+            return
+        await self.request(lambda client: subscribe_each(client, uris, self.subscribe_errors, self.name))
 
     async def request(self, run: Callable[[Client], Awaitable[T]]) -> T:
         """Run ``run(client)`` in the owner task (see the module doc); ConnectionLost when the
@@ -234,10 +198,10 @@ class Connection:
             self._finish(failure)
 
     async def _session(self, errlog: TextIO, scope: anyio.CancelScope) -> None:
-        transport = _watched_stdio(self.params, errlog, self._on_eof)
+        transport = open_transport(self.params, errlog, self._on_eof)
         info = Implementation(name="fastagent", version=__version__)
         client = Client(
-            transport, mode="legacy", cache=None, client_info=info, message_handler=self._on_message
+            transport, mode="auto", cache=None, client_info=info, message_handler=self._on_message
         )
         async with client:
             errlog.close()  # the server holds its own copy; ours would keep the pipe open
@@ -249,27 +213,36 @@ class Connection:
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-            for uri in self.subscriptions:
-                try:
-                    await _subscribe(client, uri)
-                except MCPError as exc:
-                    self.subscribe_errors[uri] = exc.message or str(exc)
-                    log.warning("[mcp] server %s cannot watch %s: %s", self.name, uri, exc.message or exc)
-            scope.deadline = math.inf
-            self._ready.set_result(tools)
-            await self._serve(client)
+            self.protocol_version = client.protocol_version
+            async with anyio.create_task_group() as group:
+                if listens(client):
+                    listener = self._listener = Listener(self.name, self._on_updated)
+                    group.start_soon(self._listen, listener, client)
+                    if self.subscriptions:
+                        listener.change(self.subscriptions)
+                        await listener.acknowledged()
+                        self.subscribe_errors.update(listener.errors)
+                elif self.subscriptions:
+                    await subscribe_each(client, self.subscriptions, self.subscribe_errors, self.name)
+                scope.deadline = math.inf
+                self._ready.set_result(tools)
+                await self._serve(client, group)
 
-    async def _serve(self, client: Client) -> None:
-        async with anyio.create_task_group() as group:
-            while True:
-                item = await self._queue.get()
-                if item is _STOP:
-                    group.cancel_scope.cancel()
-                    return
-                if item is _EOF:
-                    return  # calls in flight end with "connection closed" on their own
-                if isinstance(item, _Call):
-                    group.start_soon(self._call, client, item)
+    async def _serve(self, client: Client, group: anyio.abc.TaskGroup) -> None:
+        while True:
+            item = await self._queue.get()
+            if item is _STOP:
+                group.cancel_scope.cancel()
+                return
+            if item is _EOF:
+                self._listen_scope.cancel()  # calls in flight end with "connection closed" on their own
+                return
+            if isinstance(item, _Call):
+                group.start_soon(self._call, client, item)
+
+    async def _listen(self, listener: Listener, client: Client) -> None:
+        with self._listen_scope:
+            await listener.run(client)
 
     async def _call(self, client: Client, call: _Call) -> None:
         if call.future.done():
@@ -289,7 +262,11 @@ class Connection:
                 if not call.future.done():
                     call.future.set_result(result)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+            if exc.message == "Session terminated" and isinstance(self.params, McpServerConfig):
+                # a remote server that restarted no longer knows the session: it did not run the call
+                self._on_eof()
+                _settle(call.future, ConnectionLost(f"MCP server {self.name} ended the session", sent=False))
+            elif exc.code == CONNECTION_CLOSED:
                 _settle(
                     call.future, ConnectionLost(f"MCP server {self.name} exited during the call", sent=True)
                 )
@@ -298,7 +275,8 @@ class Connection:
         except Exception as exc:
             _settle(call.future, exc)
         finally:  # also when the owner cancels the call (shutdown)
-            _settle(call.future, ConnectionLost(f"MCP server {self.name} was stopped", sent=True))
+            why = "was stopped" if self._stopping else "was lost during the call"
+            _settle(call.future, ConnectionLost(f"the connection to MCP server {self.name} {why}", sent=True))
 
     async def _answers_ping(self, client: Client) -> bool:
         """Whether an idle server is still there, so a call never goes to a server that died
@@ -331,6 +309,8 @@ class Connection:
                 reason = "exited during start-up"
             else:
                 reason = describe_error(failure, self.params.command)
+                if isinstance(self.params, McpServerConfig):
+                    reason = f"cannot reach {self.params.url}: {reason}"
             _settle(self._ready, StartFailure(f"{reason}{self._stderr_note()}"))
         elif failure is not None and not self._stopping:
             log.warning("[mcp] server %s failed: %s", self.name, describe_error(failure))

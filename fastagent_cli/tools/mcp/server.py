@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,15 @@ import mcp_types
 from fastagent_cli.tools.base import ToolResult, text_result
 from fastagent_cli.tools.mcp.connection import Connection, ConnectionLost, StartFailure
 from fastagent_cli.tools.mcp.convert import describe_error, tool_result
-from fastagent_cli.tools.mcp_config import McpServerConfig
+from fastagent_cli.tools.mcp_config import McpServerConfig, resolve_headers
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["McpServer"]
+__all__ = ["BACKOFF_S", "McpServer"]
+
+BACKOFF_S = (1.0, 60.0)
+"""A remote server that cannot be reached is tried again after 1 s, then twice as long each
+time, up to 60 s; calls meanwhile fail at once with the reason."""
 
 log = logging.getLogger("fastagent.mcp")
 
@@ -27,12 +32,15 @@ class McpServer:
 
     def __init__(self, name: str, config: McpServerConfig, cwd: Path) -> None:
         self.name = name
-        workdir = Path(config.cwd).expanduser() if config.cwd else cwd
-        if not workdir.is_absolute():
-            workdir = cwd / workdir
-        self.params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=str(workdir)
-        )
+        self.config = config
+        self.params: StdioServerParameters | McpServerConfig = config
+        if config.command is not None:
+            workdir = Path(config.cwd).expanduser() if config.cwd else cwd
+            if not workdir.is_absolute():
+                workdir = cwd / workdir
+            self.params = StdioServerParameters(
+                command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=str(workdir)
+            )
         self.tools: list[mcp_types.Tool] | None = None
         self.error: str | None = None
         self.failed_at: float | None = None
@@ -42,6 +50,23 @@ class McpServer:
         self._connection: Connection | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._backoff = BACKOFF_S[0]
+
+    def _failed(self, exc: StartFailure) -> None:
+        """Record a failed start; a remote server is then tried again after a growing pause."""
+        if "trying again in" in str(exc):
+            return  # the backoff's own answer, not a new attempt
+        self.error = str(exc)
+        loop = asyncio.get_running_loop()
+        if self.config.remote and self.failed_at is not None:
+            self._backoff = min(self._backoff * 2, BACKOFF_S[1])
+        self.failed_at = loop.time()
+        log.warning(
+            "[mcp] server %s %s: %s",
+            self.name,
+            "unreachable" if self.config.remote else "cannot start",
+            self.error,
+        )
 
     async def _current(self) -> Connection:
         """The running connection, or a new one when there is none or it died."""
@@ -53,7 +78,11 @@ class McpServer:
                 return connection
             if connection is not None:
                 await connection.aclose()  # it is exiting already; this waits for the reaping
-                log.info("[mcp] restarting server %s", self.name)
+                log.info(
+                    "[mcp] %s server %s", "reconnecting to" if self.config.remote else "restarting", self.name
+                )
+            if self.config.remote:
+                self._check_reachable()
             watching = self._on_updated is not None
             connection = Connection(
                 self.name,
@@ -66,17 +95,27 @@ class McpServer:
             self._connection = connection
             return connection
 
+    def _check_reachable(self) -> None:
+        """A remote server's headers resolve, and its backoff after a failed connect is over;
+        StartFailure saying why not (a call fails at once, never waits for the backoff)."""
+        try:
+            resolve_headers(self.config.headers)
+        except ValueError as exc:
+            raise StartFailure(f"{exc} (set it in the environment or .env)") from None
+        if self.failed_at is not None:
+            left = self.failed_at + self._backoff - asyncio.get_running_loop().time()
+            if left > 0:
+                raise StartFailure(f"{self.error or 'unreachable'}; trying again in {math.ceil(left)} s")
+
     async def list_tools(self) -> list[mcp_types.Tool]:
         """Start the server if needed and return its tools; :class:`StartFailure` if it cannot."""
-        connection = await self._current()
         try:
+            connection = await self._current()
             tools = await connection.ready()
         except StartFailure as exc:
-            self.error = str(exc)
-            self.failed_at = asyncio.get_running_loop().time()
-            log.warning("[mcp] server %s cannot start: %s", self.name, self.error)
+            self._failed(exc)
             raise
-        self.tools, self.error, self.failed_at = tools, None, None
+        self.tools, self.error, self.failed_at, self._backoff = tools, None, None, BACKOFF_S[0]
         return tools
 
     def _updated(self, uri: str) -> None:
@@ -91,13 +130,25 @@ class McpServer:
         connection = await self._current()
         await connection.ready()
         if not connection.subscriptions:  # started before watching began (a turn used it)
-            for uri in self.watch:
-                try:
-                    await connection.subscribe(uri)
-                except MCPError as exc:
+            try:
+                await connection.watch(self.watch)
+            except MCPError as exc:
+                for uri in self.watch:
                     connection.subscribe_errors[uri] = exc.message or str(exc)
-            connection.subscriptions = tuple(self.watch)
         return dict(connection.subscribe_errors)
+
+    async def list_resources(self, limit: int = 1000) -> list[mcp_types.Resource]:
+        """``resources/list``, every page (up to ``limit`` resources); raises what failed."""
+        connection = await self._current()
+        found: list[mcp_types.Resource] = []
+        cursor: str | None = None
+        while len(found) < limit:
+            page = await connection.list_resources(cursor)
+            found += page.resources
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found[:limit]
 
     async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
         """``resources/read``; raises what failed (StartFailure, ConnectionLost, MCPError)."""
@@ -113,12 +164,14 @@ class McpServer:
                 connection = await self._current()
                 result = await connection.call(tool, arguments)
             except StartFailure as exc:
-                self.error = str(exc)
-                return text_result(f"MCP server {self.name} is not running: {exc}", is_error=True)
+                self._failed(exc)
+                state = "is not reachable" if self.config.remote else "is not running"
+                return text_result(f"MCP server {self.name} {state}: {exc}", is_error=True)
             except ConnectionLost as exc:
                 if not exc.sent and attempt == 1:
                     continue
-                later = "" if self._closed else "; it will be restarted on the next call"
+                again = "reconnected" if self.config.remote else "restarted"
+                later = "" if self._closed else f"; it will be {again} on the next call"
                 return text_result(f"{exc}{later}", is_error=True)
             except MCPError as exc:
                 return text_result(f"MCP server {self.name}: {exc.message or exc}", is_error=True)

@@ -106,3 +106,75 @@ def test_sandbox_values() -> None:
         "a": [1, 2]
     }
     assert typed.name == "typed"
+
+
+def test_the_helpers_and_resource_functions_are_reserved() -> None:
+    catalog = build_catalog([make("items", {}), make("read_resource", {}), make("dig_up", {})])
+    assert list(catalog.functions) == ["dig_up"]
+    assert len(catalog.warnings) == 2 and "items is reserved in the sandbox" in catalog.warnings[0]
+
+
+def test_an_output_schema_types_the_function_and_sketches_what_it_returns() -> None:
+    output = {
+        "type": "object",
+        "properties": {
+            "owner": {"$ref": "#/$defs/User"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "count": {"type": "integer"},
+        },
+        "required": ["owner", "count"],
+        "$defs": {
+            "User": {"type": "object", "properties": {"login": {"type": "string"}}, "required": ["login"]}
+        },
+    }
+    listed = Tool("repo", "A repository.", {"type": "object"}, _noop, output_schema=output)
+    rows = Tool(
+        "rows",
+        "Rows.",
+        {"type": "object"},
+        _noop,
+        output_schema={"type": "array", "items": {"type": "object"}},
+    )
+    catalog = build_catalog([listed, rows, make("plain", {})])
+    repo = catalog.functions["repo"].signature
+    assert repo.startswith("def repo() -> dict[str, Any]:")
+    assert '{"owner": {"login": str}, "tags": [str] (optional), "count": int}' in repo
+    assert catalog.functions["rows"].signature.startswith("def rows() -> list[dict[str, Any]]:")
+    assert "Returns:" not in catalog.functions["plain"].signature
+    assert catalog.functions["plain"].signature.startswith("def plain() -> Any:")
+
+
+def test_tools_that_are_not_read_only_carry_a_warning() -> None:
+    def annotated(name: str, hints: dict[str, Any]) -> Tool:
+        return Tool(name, "Does it.", {"type": "object"}, _noop, annotations=hints)
+
+    catalog = build_catalog(
+        [
+            annotated("writes", {"readOnlyHint": False}),
+            annotated("wipes", {"readOnlyHint": False, "destructiveHint": True}),
+            annotated("reads", {"readOnlyHint": True}),
+            make("unknown", {}),
+        ]
+    )
+    signatures = {name: fn.signature for name, fn in catalog.functions.items()}
+    assert "WARNING: Mutating: it changes state outside the sandbox" in signatures["writes"]
+    assert "WARNING: Mutating and destructive" in signatures["wipes"]
+    assert "WARNING" not in signatures["reads"] and "WARNING" not in signatures["unknown"]
+
+
+def test_a_typed_tool_declares_its_output_schema() -> None:
+    @tool
+    def shelf(n: int) -> dict[str, list[str]]:
+        """A shelf."""
+        return {}
+
+    @tool
+    def said(text: str) -> str:
+        """Text."""
+        return text
+
+    assert shelf.output_schema == {
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+    }
+    assert said.output_schema is None

@@ -135,10 +135,19 @@ async def test_one_run_code_fans_out_to_several_mcp_calls_and_filters(
     offered = json.loads((root / "offered.json").read_text())
     assert [t["name"] for t in offered] == ["run_code"]  # the MCP and own tools are behind it
     description = offered[0]["description"]
-    assert "def demo__price(*, item_id: str) -> Any:" in description
-    assert "def demo__catalog(*, category: str | None = None) -> Any:" in description
-    assert "def inventory(*, shelf: int) -> Any:" in description and "shelf: The shelf number." in description
-    assert "def shout(*, text: str) -> Any:" in description
+    # typed results (an MCP output schema, a typed tool's return annotation) type the function
+    assert "def demo__price(*, item_id: str) -> dict[str, Any]:" in description
+    assert 'Returns:\n        {"result": float}' in description
+    assert "def demo__catalog(*, category: str | None = None) -> dict[str, Any]:" in description
+    assert "def inventory(*, shelf: int) -> dict[str, Any]:" in description
+    assert "shelf: The shelf number." in description
+    assert "def shout(*, text: str) -> Any:" in description  # a text result
+    # MCP annotations that say a tool is not read-only warn in its docstring
+    crash = description.split("def demo__crash", 1)[1].split("def ", 1)[0]
+    assert "WARNING: Mutating and destructive" in crash
+    add = description.split("def demo__add", 1)[1].split("def ", 1)[0]
+    assert "WARNING" not in add
+    assert "Helpers in scope" in description and "read_resource(uri, server=None)" in description
 
 
 async def test_calls_are_logged_in_the_details(agent: tuple[Path, OpenedAgent]) -> None:
@@ -254,3 +263,74 @@ async def test_the_nested_call_limit_and_the_print_limit(agent: tuple[Path, Open
     assert "hit its memory limit" not in results[1][1]
     assert results[2] == (False, "still here")  # the cap is not the heap's: the sandbox goes on
     assert results[3] == (False, json.dumps({"output": "short\n", "result": "still here"}))
+
+
+HELPERS = """
+rows = demo__catalog()
+{
+    "n": len(items(rows)),
+    "names": names(rows)[:2],
+    "by": count_by(rows, "category"),
+    "first": dig(rows, "items.0.id"),
+    "missing": dig(rows, "items.99.id", "none"),
+    "json": to_json(dig(rows, "items.0")),
+}
+"""
+
+
+async def test_the_helpers_are_in_scope_after_a_restart_and_a_reset(agent: tuple[Path, OpenedAgent]) -> None:
+    ended, _ = await run(
+        agent,
+        "helpers",
+        HELPERS,
+        {"code": "count_by([3, 4, 5], lambda n: n % 2)", "restart": True},
+        "while True:\n    pass",
+        "names([{'title': 'a'}, {'id': 7}])",
+    )
+    results = [(e.is_error, text(e)) for e in ended]
+    assert not results[0][0], results[0][1]
+    value = json.loads(results[0][1])
+    assert value["n"] == 9 and value["names"] == ["fruit-1", "fruit-2"]
+    assert value["by"] == {"fruit": 3, "tools": 3, "books": 3}
+    assert value["first"] == "fruit-1" and value["missing"] == "none"
+    assert json.loads(value["json"]) == {"id": "fruit-1", "category": "fruit", "price": 15}
+    assert results[1] == (False, json.dumps({"1": 2, "0": 1}))
+    assert results[2][0] and "hit its time limit" in results[2][1]
+    assert results[3] == (False, json.dumps(["a", 7]))  # defined again in the fresh sandbox
+    # the helpers ran in the sandbox: only the one tool call is in the details
+    root, opened = agent
+    session = await opened.sessions.read("s")
+    assert session is not None
+    first = next(m for m in session.messages if m["role"] == "toolResult")
+    assert [c["tool"] for c in first["details"]["calls"]] == ["demo__catalog"]  # type: ignore[typeddict-item]
+
+
+async def test_resources_are_listed_and_read_from_the_sandbox(
+    agent: tuple[Path, OpenedAgent], tmp_path: Path
+) -> None:
+    ended, _ = await run(
+        agent,
+        "resources",
+        "list_resources()",
+        "read_resource('note://current')",
+        "read_resource(uri='note://current', server='demo')",
+        "read_resource('note://nope')",
+        "list_resources(server='elsewhere')",
+        "read_resource(5)",
+        "try:\n    read_resource()\nexcept TypeError as exc:\n    why = str(exc)\nwhy",
+    )
+    results = [(e.is_error, text(e)) for e in ended]
+    assert json.loads(results[0][1]) == [
+        {
+            "server": "demo",
+            "uri": "note://current",
+            "name": "note",
+            "description": "The current note.",
+            "mimeType": "text/plain",
+        }
+    ]
+    assert results[1] == (False, "(no note)") and results[2] == (False, "(no note)")
+    assert results[3][0] and "read_resource('note://nope') failed: MCP server demo:" in results[3][1]
+    assert results[4][0] and "no MCP server named 'elsewhere' (servers: demo)" in results[4][1]
+    assert results[5][0] and "argument 'uri' must be a string, not int" in results[5][1]
+    assert results[6] == (False, "read_resource() missing required argument 'uri'")

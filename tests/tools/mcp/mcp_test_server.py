@@ -3,23 +3,39 @@ name of FastMCP). Run as ``python mcp_test_server.py [--fail-at-start]``.
 
 Besides its tools it serves the resource ``note://current``: the file ``NOTE_FILE`` names (its
 text; ``(no note)`` while it does not exist). A client may subscribe to it
-(``resources/subscribe``, the 2025-era wire, added to ``MCPServer`` by hand, which only serves
-the 2026 ``subscriptions/listen``): the server polls the file and sends
-``notifications/resources/updated`` to every subscriber when it changes."""
+on either wire: ``subscriptions/listen`` on the 2026-07-28 wire a current client negotiates, or
+``resources/subscribe`` (added to ``MCPServer`` by hand, which serves only the 2026 call) for a
+client that opens with the ``initialize`` handshake. The server polls the file and announces
+each change to every subscriber. (``mcp_2025_server.py`` is a server that knows only the older
+wire.)"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.subscriptions import ResourceUpdated
 
-app = MCPServer("fastagent-test")
+BUS = InMemorySubscriptionBus()
+
+
+@asynccontextmanager
+async def _polling(server: Any) -> AsyncIterator[None]:
+    """Watch the note from the start (a 2026 listener subscribes without calling the server's code)."""
+    _poller.append(asyncio.create_task(_poll_note()))
+    yield
+
+
+app = MCPServer("fastagent-test", subscriptions=BUS, lifespan=_polling)
 NOTE_URI = "note://current"
 _subscribers: dict[str, list[Any]] = {}
 _poller: list[asyncio.Task[None]] = []
@@ -48,14 +64,13 @@ async def _poll_note() -> None:
             last = current
             for session in _subscribers.get(NOTE_URI, []):
                 await session.send_resource_updated(NOTE_URI)
+            await BUS.publish(ResourceUpdated(uri=NOTE_URI))
 
 
 async def _subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
     if params.uri != NOTE_URI:
         raise ToolError(f"no such resource: {params.uri}")
     _subscribers.setdefault(params.uri, []).append(ctx.session)
-    if not _poller:
-        _poller.append(asyncio.create_task(_poll_note()))
     return types.EmptyResult()
 
 
@@ -82,7 +97,7 @@ def price(item_id: str) -> float:
     return int(number) * 10 + len(category) + 0.5
 
 
-@app.tool()
+@app.tool(annotations=types.ToolAnnotations(read_only_hint=True))
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
@@ -107,7 +122,7 @@ async def nap(seconds: float) -> str:
     return "rested"
 
 
-@app.tool()
+@app.tool(annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True))
 def crash() -> str:
     """Exit the server process in the middle of the call."""
     os._exit(3)
