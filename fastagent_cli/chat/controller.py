@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
+from fastagent_cli.chat.attachments import PendingAttachments
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import TurnRun, TurnSink
@@ -65,6 +66,8 @@ class ChatController:
         """Settings carried into a new session, written before its first turn."""
         self.pinned: str | None = None
         """An explicit ``--model`` for a session that does not exist yet: recorded with its first turn."""
+        self.attachments = PendingAttachments()
+        """Files ``/attach`` (or a pasted path) added: they go with the next prompt."""
 
     # --- derived --------------------------------------------------------------------------------
 
@@ -213,7 +216,8 @@ class ChatController:
 
     async def begin_turn(self, text: str, sink: TurnSink) -> TurnRun:
         await self._write_pending()
-        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, self.tools, self.clock)
+        prompt = self.attachments.prompt(text)
+        return TurnRun(self.agent, Scope(self.session), prompt, sink, self.tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

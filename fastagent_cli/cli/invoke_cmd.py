@@ -28,8 +28,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -43,6 +43,7 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.cli.help_text import examples
+from fastagent_cli.contract import ImageRef, Prompt
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
@@ -89,6 +90,13 @@ def _quoted(text: str) -> str:
 @click.option("-j", "--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
 @click.option("--raw", is_flag=True, help="Print the answer as the model wrote it (no Markdown rendering).")
 @click.option(
+    "--attach",
+    "attach_paths",
+    multiple=True,
+    metavar="FILE",
+    help="Attach an image (fitted to 1568 px, 5 MB) or a text file (added to the message). Repeatable.",
+)
+@click.option(
     "--schema",
     "schema_text",
     metavar="FILE|JSON|FIELDS",
@@ -105,6 +113,7 @@ def invoke(
     continue_last: bool,
     as_json: bool,
     raw: bool,
+    attach_paths: tuple[str, ...],
     schema_text: str | None,
     sessions_dir: str | None,
     auth_path: str | None,
@@ -123,6 +132,12 @@ def invoke(
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
+    images: tuple[ImageRef, ...] = ()
+    if attach_paths:
+        from fastagent_cli.assembly.attachments import read_attachments
+
+        attached = read_attachments(attach_paths)
+        text, images = text + attached.text, attached.images
     schema = None
     if schema_text is not None:
         from fastagent_cli.models.structured import parse_schema
@@ -140,7 +155,8 @@ def invoke(
     opened = open_agent(surface)
     say_findings(opened)
     markdown = not (as_json or raw or schema) and out.isatty()  # a pipe or a file gets the text as written
-    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out, markdown, schema))
+    prompt = Prompt(text, images, schema)
+    ok = run_async(_invoke(opened, session, continue_last, prompt, as_json, out, markdown))
     if not ok:
         raise SystemExit(1)
 
@@ -158,11 +174,10 @@ async def _invoke(
     opened: OpenedAgent,
     session: str | None,
     continue_last: bool,
-    text: str,
+    prompt: Prompt,
     as_json: bool,
     out: TextIO,
     markdown: bool,
-    schema: Mapping[str, Any] | None,
 ) -> bool:
     try:
         chosen = await _choose_session(opened, session, continue_last)
@@ -173,7 +188,7 @@ async def _invoke(
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {spec})")
     say(f"[fastagent] session: {chosen}")
-    return await stream_turn(opened, chosen, text, as_json, out, model=spec, markdown=markdown, schema=schema)
+    return await stream_turn(opened, chosen, prompt, as_json, out, model=spec, markdown=markdown)
 
 
 async def _choose_session(opened: OpenedAgent, session: str | None, continue_last: bool) -> str:
@@ -202,25 +217,23 @@ async def _settle_model(opened: OpenedAgent, session: str) -> str:
 async def stream_turn(
     opened: OpenedAgent,
     session: str,
-    text: str,
+    prompt: Prompt | str,
     as_json: bool,
     out: TextIO | None = None,
     *,
     model: str | None = None,
     markdown: bool = False,
-    schema: Mapping[str, Any] | None = None,
 ) -> bool:
     """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
     ``session`` line, then every event as a JSON line on ``out``; ``markdown``: the answer
-    rendered for a terminal; ``schema``: a structured answer, its object alone on ``out``).
+    rendered for a terminal; a prompt with ``output_schema``: its object alone on ``out``).
     Returns whether the turn completed (``fire`` shares it)."""
     import asyncio
 
     from fastagent_cli.contract import (
         Completed,
         Failed,
-        Prompt,
         Retrying,
         Scope,
         Text,
@@ -233,6 +246,9 @@ async def stream_turn(
     from fastagent_cli.control.compaction_notes import compaction_note
 
     out = out or sys.stdout
+    if isinstance(prompt, str):
+        prompt = Prompt(prompt)
+    schema = prompt.output_schema
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
     from fastagent_cli.cli.first_token import FirstTokenProgress
@@ -273,7 +289,6 @@ async def stream_turn(
         subscription = opened.control.sessions.get(session).events()  # before the run: nothing missed
         watcher = asyncio.create_task(_watch_compaction(subscription, compaction))
         progress.start()  # on stderr, when it is a terminal, until the first event
-        prompt = Prompt(text, output_schema=schema)
         async with closing(opened.agent.invoke(Scope(session), prompt)) as events:
             async for event in events:
                 progress.stop()

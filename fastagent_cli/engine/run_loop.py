@@ -47,6 +47,7 @@ from fastagent_cli.engine.compaction import (
     compact,
     prepare_compaction,
 )
+from fastagent_cli.engine.images import fit_prompt
 from fastagent_cli.engine.output import OutputState
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
@@ -126,6 +127,7 @@ class _Run:
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
         compaction if needed)."""
+        prompt = await fit_prompt(prompt, self.setup.request.model)
         message = user_message(prompt)
         while True:
             try:
@@ -162,7 +164,8 @@ class _Run:
         self.unstored = None
         self.setup.record.append("message", id=entry_id, message=message)
 
-    def add_user(self, prompt: Prompt) -> None:
+    async def add_user(self, prompt: Prompt) -> None:
+        prompt = await fit_prompt(prompt, self.setup.request.model)
         self.store_prompt()
         message = user_message(prompt)
         entry = self.setup.record.append_message(message)
@@ -329,7 +332,7 @@ class _Run:
                 self.messages.extend(results)
             steer = setup.run.take_steering()
             if steer is not None:
-                self.add_user(steer)
+                await self.add_user(steer)
             elif final is not None:
                 if answered:
                     return assistant
