@@ -73,7 +73,7 @@ def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
     def _paste(event: KeyPressEvent) -> None:
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")
         path = pasted_path(data)
-        if path is not None and image_type(path, Path(path).read_bytes()[:16]) is not None:
+        if path is not None and image_type(path, _head(path)) is not None:
             try:
                 pending.add(path)
             except UsageError:
@@ -82,6 +82,14 @@ def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
                 event.app.invalidate()
                 return
         event.current_buffer.insert_text(data)
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(8192)
+    except OSError:
+        return b"\x00"  # unreadable: pasted as text
 
 
 def _size(given: str) -> str:

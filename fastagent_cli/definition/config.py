@@ -233,11 +233,15 @@ class OutputConfig(_Strict):
 
     def resolve(self, agent_dir: Path) -> dict[str, Any] | None:
         """The schema itself (UsageError when its file cannot be read or is not a schema)."""
+        from fastagent_cli.errors import UsageError
         from fastagent_cli.models.structured import parse_schema
 
         if self.schema_ is None or isinstance(self.schema_, dict):
             return self.schema_
-        return parse_schema(self.schema_, agent_dir)
+        try:
+            return parse_schema(self.schema_, agent_dir)
+        except UsageError as exc:
+            raise UsageError(f"{agent_dir / CONFIG_NAME}: [output] schema: {exc.message}") from None
 
 
 class FastagentConfig(_Strict):
@@ -361,7 +365,7 @@ def _section_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[st
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return []
         current = annotation
-    return list(current.model_fields)
+    return [field.alias or name for name, field in current.model_fields.items()]  # [output] schema
 
 
 _RETIRED = {
