@@ -14,8 +14,10 @@ from fastagent_cli._version import __version__
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent, create_agent, inspect_agent_dir, open_agent_dir
     from fastagent_cli.assembly.control import session_control
+    from fastagent_cli.assembly.typed_output import TypedAgent, agent_output
     from fastagent_cli.contract import (
         ABORTED_CODE,
+        INVALID_OUTPUT_CODE,
         SESSION_BUSY_CODE,
         Agent,
         AgentEvent,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED_CODE",
+    "INVALID_OUTPUT_CODE",
     "SESSION_BUSY_CODE",
     "Agent",
     "AgentEvent",
@@ -78,7 +81,9 @@ __all__ = [
     "ToolEnded",
     "ToolResult",
     "ToolStarted",
+    "TypedAgent",
     "__version__",
+    "agent_output",
     "collect",
     "connect_agent",
     "connect_session_control",
@@ -111,6 +116,8 @@ _HOME: dict[str, str] = {
     "SessionEvent": "control",
     "SessionUpdate": "control",
     "session_control": "assembly.control",
+    "TypedAgent": "assembly.typed_output",
+    "agent_output": "assembly.typed_output",
     "connect_agent": "remote",
     "connect_session_control": "remote",
     "create_agent_service": "serving",

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 __all__ = [
     "ABORTED_CODE",
+    "INVALID_OUTPUT_CODE",
     "SESSION_BUSY_CODE",
     "Agent",
     "AgentEvent",
@@ -65,6 +66,9 @@ SESSION_BUSY_CODE = "session_busy"
 ABORTED_CODE = "aborted"
 """``failed.code`` when a run was deliberately aborted (not retryable)."""
 
+INVALID_OUTPUT_CODE = "invalid_output"
+"""``failed.code`` when a structured run got no answer matching its schema (not retryable)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ImageRef:
@@ -91,10 +95,14 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """What the caller says: text plus optional images (agents without vision ignore them)."""
+    """What the caller says: text plus optional images, and optionally the JSON Schema the answer
+    must match (``output_schema``: the run's answer is then the validated object, in
+    ``completed.data["output"]``; on the wire ``schema``). Only a run's opening prompt's schema
+    counts."""
 
     text: str
     images: tuple[ImageRef, ...] = ()
+    output_schema: Mapping[str, Json] | None = field(default=None, compare=False)
 
 
 # --- events -----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import fastagent_cli
 
 PUBLIC = [
     "ABORTED_CODE",
+    "INVALID_OUTPUT_CODE",
     "SESSION_BUSY_CODE",
     "Agent",
     "AgentEvent",
@@ -40,7 +41,9 @@ PUBLIC = [
     "ToolEnded",
     "ToolResult",
     "ToolStarted",
+    "TypedAgent",
     "__version__",
+    "agent_output",
     "collect",
     "connect_agent",
     "connect_session_control",

@@ -31,6 +31,7 @@ from prompt_toolkit.output import Output, create_output
 from rich.console import Console
 from rich.text import Text
 
+from fastagent_cli.chat.attachments import bind_paste, prompt_message
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
@@ -81,11 +82,13 @@ class ChatApp:
             output=self.output,
         )
         self.prompt.default_buffer.on_text_changed += self._disarm
+        self.prompt.message = lambda: prompt_message(ctl.attachments)  # the attachments' chip above ›
 
     # --- prompt ---------------------------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
         kb = prompt_bindings(self.renderer)
+        bind_paste(kb, self.ctl.attachments)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from fastagent_cli.chat.attachments import attach_command
 from fastagent_cli.chat.clipboard import copy_text
 from fastagent_cli.chat.controller import ChatController
 from fastagent_cli.chat.sessions_list import format_age
@@ -177,6 +178,10 @@ async def _copy(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome | N
     return None
 
 
+async def _attach(ctl: ChatController, ui: ChatUI, arg: str) -> None:
+    await attach_command(ctl.attachments, ui, arg)
+
+
 async def _expand(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     index = None
     if arg.strip():
@@ -204,6 +209,7 @@ COMMANDS: dict[str, Command] = {
         Command("compact", "[instructions]", "summarise older history to free the context", _compact),
         Command("expand", "[n]", "show the output of the last (or #n) tool call", _expand),
         Command("copy", "", "copy the last answer to the clipboard", _copy),
+        Command("attach", "[path|clear]", "attach an image or a text file to the next message", _attach),
         Command("exit", "", "leave the chat (also /quit, Ctrl+D)", _exit),
     )
 }

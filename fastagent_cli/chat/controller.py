@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
+from fastagent_cli.chat.attachments import PendingAttachments
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
-from fastagent_cli.contract import Prompt, Scope
+from fastagent_cli.contract import Scope
 from fastagent_cli.control import Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
@@ -67,6 +68,8 @@ class ChatController:
         """Settings carried into a new session, written before its first turn."""
         self.pinned: str | None = None
         """An explicit ``--model`` for a session that does not exist yet: recorded with its first turn."""
+        self.attachments = PendingAttachments()
+        """Files ``/attach`` (or a pasted path) added: they go with the next prompt."""
 
     # --- derived --------------------------------------------------------------------------------
 
@@ -217,7 +220,8 @@ class ChatController:
             sink, tools = Driven(), ToolLog()
         else:
             tools = self.tools
-        return TurnRun(self.agent, Scope(self.session), Prompt(text), sink, tools, self.clock)
+        prompt = self.attachments.prompt(text)
+        return TurnRun(self.agent, Scope(self.session), prompt, sink, tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

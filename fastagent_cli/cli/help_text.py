@@ -31,6 +31,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'fastagent invoke "Summarize README.md"',
         "git diff | fastagent invoke - -m openai/gpt-5-mini",
         'fastagent invoke "And the tests?" -c',
+        "fastagent invoke \"Who wrote it?\" --schema 'name str, year int'",
     ),
     "login": ("fastagent login", "fastagent login anthropic"),
     "logout": ("fastagent logout anthropic",),

@@ -8,7 +8,11 @@ prints every event as one JSON line on stdout instead, after a first line
 ``{"type": "session", "session": <id>, "model": <spec>}``. A compaction during the turn is a
 stderr note (``[fastagent] compacting the conversation (N tokens)...`` and its result), with
 ``--json`` its ``compaction_started`` / ``compaction_finished`` events as JSON lines (the session
-events' data under their ``type``). Exit 1 iff the turn failed. Without
+events' data under their ``type``). Exit 1 iff the turn failed.
+
+``--schema FILE|JSON|'name str, age int'`` (default: the agent's ``[output] schema``) asks for a
+structured answer: stdout gets the validated JSON object alone (``--json``: in
+``completed.data.output``); no valid object (``failed{code: invalid_output}``) is exit 1. Without
 ``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
 tool prints (or a process it starts) goes to stderr.
 
@@ -19,6 +23,7 @@ so the header always names the model that runs: the session's own model when it 
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 import time
@@ -38,6 +43,7 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.cli.help_text import examples
+from fastagent_cli.contract import ImageRef, Prompt
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
@@ -83,6 +89,19 @@ def _quoted(text: str) -> str:
 )
 @click.option("-j", "--json", "as_json", is_flag=True, help="Print every event as one JSON line on stdout.")
 @click.option("--raw", is_flag=True, help="Print the answer as the model wrote it (no Markdown rendering).")
+@click.option(
+    "--attach",
+    "attach_paths",
+    multiple=True,
+    metavar="FILE",
+    help="Attach an image (fitted to 1568 px, 5 MB) or a text file (added to the message). Repeatable.",
+)
+@click.option(
+    "--schema",
+    "schema_text",
+    metavar="FILE|JSON|FIELDS",
+    help="Answer with a JSON object matching this JSON Schema (a file, inline JSON, or 'name str, age int').",
+)
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
@@ -94,6 +113,8 @@ def invoke(
     continue_last: bool,
     as_json: bool,
     raw: bool,
+    attach_paths: tuple[str, ...],
+    schema_text: str | None,
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
@@ -111,6 +132,17 @@ def invoke(
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
+    images: tuple[ImageRef, ...] = ()
+    if attach_paths:
+        from fastagent_cli.assembly.attachments import read_attachments
+
+        attached = read_attachments(attach_paths)
+        text, images = text + attached.text, attached.images
+    schema = None
+    if schema_text is not None:
+        from fastagent_cli.models.structured import parse_schema
+
+        schema = parse_schema(schema_text)
     from fastagent_cli.assembly import open_agent
     from fastagent_cli.cli.model_picker import read_agent
 
@@ -118,10 +150,13 @@ def invoke(
         directory, model=model, sessions_dir=sessions_dir, auth_path=auth_path, no_input=no_input
     )
     out = claim_stdout()  # from here on, only the answer (or the events) reaches stdout
+    if schema is None:
+        schema = surface.config.output.resolve(surface.agent_dir)
     opened = open_agent(surface)
     say_findings(opened)
-    markdown = not (as_json or raw) and out.isatty()  # a pipe or a file gets the text as written
-    ok = run_async(_invoke(opened, session, continue_last, text, as_json, out, markdown))
+    markdown = not (as_json or raw or schema) and out.isatty()  # a pipe or a file gets the text as written
+    prompt = Prompt(text, images, schema)
+    ok = run_async(_invoke(opened, session, continue_last, prompt, as_json, out, markdown))
     if not ok:
         raise SystemExit(1)
 
@@ -139,7 +174,7 @@ async def _invoke(
     opened: OpenedAgent,
     session: str | None,
     continue_last: bool,
-    text: str,
+    prompt: Prompt,
     as_json: bool,
     out: TextIO,
     markdown: bool,
@@ -153,7 +188,7 @@ async def _invoke(
     if not as_json:
         say(f"[fastagent] invoke: {opened.agent_dir} (workspace {opened.workspace}, {spec})")
     say(f"[fastagent] session: {chosen}")
-    return await stream_turn(opened, chosen, text, as_json, out, model=spec, markdown=markdown)
+    return await stream_turn(opened, chosen, prompt, as_json, out, model=spec, markdown=markdown)
 
 
 async def _choose_session(opened: OpenedAgent, session: str | None, continue_last: bool) -> str:
@@ -182,7 +217,7 @@ async def _settle_model(opened: OpenedAgent, session: str) -> str:
 async def stream_turn(
     opened: OpenedAgent,
     session: str,
-    text: str,
+    prompt: Prompt | str,
     as_json: bool,
     out: TextIO | None = None,
     *,
@@ -192,13 +227,13 @@ async def stream_turn(
     """Run one turn of the opened agent (closed at the end) the way ``invoke`` shows it: the
     answer on ``out`` (default stdout), tool lines and failures on stderr (``as_json``: a
     ``session`` line, then every event as a JSON line on ``out``; ``markdown``: the answer
-    rendered for a terminal). Returns whether the turn completed (``fire`` shares it)."""
+    rendered for a terminal; a prompt with ``output_schema``: its object alone on ``out``).
+    Returns whether the turn completed (``fire`` shares it)."""
     import asyncio
 
     from fastagent_cli.contract import (
         Completed,
         Failed,
-        Prompt,
         Retrying,
         Scope,
         Text,
@@ -211,6 +246,9 @@ async def stream_turn(
     from fastagent_cli.control.compaction_notes import compaction_note
 
     out = out or sys.stdout
+    if isinstance(prompt, str):
+        prompt = Prompt(prompt)
+    schema = prompt.output_schema
     if isinstance(out, io.TextIOWrapper):
         out.reconfigure(errors="backslashreplace")  # a lone surrogate in an answer prints as \udXXX
     from fastagent_cli.cli.first_token import FirstTokenProgress
@@ -251,7 +289,7 @@ async def stream_turn(
         subscription = opened.control.sessions.get(session).events()  # before the run: nothing missed
         watcher = asyncio.create_task(_watch_compaction(subscription, compaction))
         progress.start()  # on stderr, when it is a terminal, until the first event
-        async with closing(opened.agent.invoke(Scope(session), Prompt(text))) as events:
+        async with closing(opened.agent.invoke(Scope(session), prompt)) as events:
             async for event in events:
                 progress.stop()
                 if isinstance(event, Completed):
@@ -260,6 +298,13 @@ async def stream_turn(
                     out.write(event_to_wire(event) + "\n")
                     out.flush()
                     ok = ok or isinstance(event, Completed)
+                    continue
+                if isinstance(event, Text) and schema is not None:
+                    continue  # progress only: the answer is the object the run settles with
+                if isinstance(event, Completed) and schema is not None:
+                    output = event.data.get("output") if isinstance(event.data, dict) else None
+                    out.write(json.dumps(output, ensure_ascii=False, indent=2) + "\n")
+                    ok = True
                     continue
                 if isinstance(event, Text) and view is not None:
                     view.write(event.delta)

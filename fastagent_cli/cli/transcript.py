@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from fastagent_cli.assembly import StoredSession
 
-__all__ = ["Block", "blocks", "markdown", "text"]
+__all__ = ["Block", "SaveImage", "blocks", "markdown", "text"]
 
 _IMAGE = "[image: {mime}, {size} KB]"
 
@@ -28,7 +28,8 @@ class Block:
     """``user``, ``assistant``, ``tool``, ``custom`` or ``note``."""
     title: str
     parts: list[tuple[str, str]] = field(default_factory=list)
-    """``(style, text)``: ``text``, ``thinking``, ``call`` (``name json``), ``output`` or ``error``."""
+    """``(style, text)``: ``text``, ``thinking``, ``call`` (``name json``), ``output``, ``error`` or
+    ``image`` (``mime base64``)."""
 
 
 def _when(stamp: Any) -> str:
@@ -56,8 +57,7 @@ def _content(content: Any) -> list[tuple[str, str]]:
             args = json.dumps(block.get("arguments", {}), ensure_ascii=False)
             parts.append(("call", f"{block.get('name', '?')} {args}"))
         elif kind == "image":
-            size = len(str(block.get("data", ""))) * 3 // 4 // 1024
-            parts.append(("text", _IMAGE.format(mime=block.get("mimeType", "image"), size=size)))
+            parts.append(("image", f"{block.get('mimeType', 'image')} {block.get('data', '')}"))
     return parts
 
 
@@ -77,7 +77,10 @@ def _message(entry: Mapping[str, Any]) -> Block | None:
         return block
     if role == "toolResult":
         failed = " (error)" if message.get("isError") else ""
-        parts = [("error" if failed else "output", text) for _, text in _content(message.get("content"))]
+        parts = [
+            (style if style == "image" else "error" if failed else "output", text)
+            for style, text in _content(message.get("content"))
+        ]
         return Block("tool", f"tool result · {message.get('toolName', '?')}{failed}", parts)
     if role == "bashExecution":
         output = str(message.get("output") or "(no output)")
@@ -140,9 +143,16 @@ def text(stored: StoredSession) -> str:
                 out.append("→ " + body)
             elif style == "error":
                 out.append("✗ " + body)
+            elif style == "image":
+                out.append(_image_note(body))
             else:
                 out.append(body)
     return "\n".join(out) + "\n"
+
+
+def _image_note(body: str) -> str:
+    mime, _, data = body.partition(" ")
+    return _IMAGE.format(mime=mime, size=len(data) * 3 // 4 // 1024)
 
 
 def _fence(body: str, lang: str = "") -> str:
@@ -156,7 +166,13 @@ def _heading(block: Block) -> str:
     return f"*{title}*" if block.kind == "note" else f"## {title}"
 
 
-def markdown(stored: StoredSession) -> str:
+SaveImage = Callable[[str, str], str | None]
+"""``(mime type, base64 data) -> the file's path relative to the Markdown`` (None: not saved)."""
+
+
+def markdown(stored: StoredSession, save_image: SaveImage | None = None) -> str:
+    """The session as Markdown; ``save_image`` writes each image (linked as ``![image N](path)``),
+    else an image is a note of its type and size."""
     title = f"# Session {stored.session}" + (f": {stored.name}" if stored.name else "")
     out = [title, ""]
     out += [
@@ -173,6 +189,10 @@ def markdown(stored: StoredSession) -> str:
                 out += [f"**Tool call** `{name}`", "", _fence(args, "json")]
             elif style in ("output", "error"):
                 out.append(_fence(body))
+            elif style == "image":
+                mime, _, data = body.partition(" ")
+                saved = save_image(mime, data) if save_image is not None else None
+                out.append(f"![{_image_note(body)[1:-1]}]({saved})" if saved else _image_note(body))
             elif block.kind == "note":
                 out.append("> " + body.replace("\n", "\n> "))
             else:

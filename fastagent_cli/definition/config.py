@@ -44,6 +44,9 @@ a TOML syntax error names the file, line and column::
     pool_size = 10                     # pooled connections per instance (plus two of its own)
     url = "postgresql://..."           # FASTAGENT_DATABASE_URL wins (keep passwords in .env)
 
+    [output]
+    schema = "person.json"             # `invoke` answers a JSON object matching it (or 'name str, age int')
+
     [mcp_servers.files]
     command = "npx"
     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
@@ -64,7 +67,7 @@ import ipaddress
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -229,6 +232,44 @@ class DatabaseConfig(_Strict):
         return value
 
 
+class OutputConfig(_Strict):
+    schema_: str | dict[str, Any] | None = Field(default=None, alias="schema")
+    """The JSON Schema ``fastagent invoke`` answers match unless ``--schema`` says otherwise: a
+    table (the schema itself), or a string: a ``.json`` file (relative to the agent directory),
+    inline JSON, or the concise ``'name str, age int'``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        from fastagent_cli.errors import UsageError
+        from fastagent_cli.models.structured import check_schema, parse_schema
+
+        if isinstance(value, dict):
+            error = check_schema(value)
+            if error is not None:
+                raise ValueError(f"is not a valid JSON Schema: {error}")
+        elif isinstance(value, str) and not value.strip().endswith(".json"):
+            try:
+                parse_schema(value)  # a file is read when it is used (it is relative to the agent)
+            except UsageError as exc:
+                raise ValueError(exc.message) from None
+        return value
+
+    def resolve(self, agent_dir: Path) -> dict[str, Any] | None:
+        """The schema itself (UsageError when its file cannot be read or is not a schema)."""
+        from fastagent_cli.errors import UsageError
+        from fastagent_cli.models.structured import parse_schema
+
+        if self.schema_ is None or isinstance(self.schema_, dict):
+            return self.schema_
+        try:
+            return parse_schema(self.schema_, agent_dir)
+        except UsageError as exc:
+            raise UsageError(f"{agent_dir / CONFIG_NAME}: [output] schema: {exc.message}") from None
+
+
 class FastagentConfig(_Strict):
     model: str | None = None
     thinking_level: Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"] = "medium"
@@ -245,6 +286,7 @@ class FastagentConfig(_Strict):
     claude_code_sessions: bool = False
     state_backend: Literal["files", "postgres"] | None = None
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
     name: str | None = None
     """What the chat header, the web chat and the startup lines call the agent (default: its
     directory's name, or the workspace's for ``init``'s ``<workspace>/fastagent/``)."""
@@ -349,7 +391,7 @@ def _section_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[st
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return []
         current = annotation
-    return list(current.model_fields)
+    return [field.alias or name for name, field in current.model_fields.items()]  # [output] schema
 
 
 _RETIRED = {

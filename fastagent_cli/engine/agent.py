@@ -52,11 +52,12 @@ from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
-from fastagent_cli.engine.turn import Emit, TurnSetup
+from fastagent_cli.engine.turn import Emit, TurnFailure, TurnSetup
 from fastagent_cli.errors import CredentialError, SessionBusyError
 from fastagent_cli.logging_setup import TURN_FAILURE
 from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
+from fastagent_cli.models.structured import OutputFormat, check_schema, output_format
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
 from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, ToolSpec
 from fastagent_cli.sessions.inherit import Inheritance
@@ -81,6 +82,8 @@ RESTARTING_CODE = "server_restarting"
 """``failed.code`` of a run a ``dev`` reload ended after its drain timeout (retryable)."""
 RESTARTING_DETAILS = "the dev server reloaded its code before the answer finished; send it again"
 _CANCEL_GRACE_S = 5.0
+INVALID_SCHEMA_CODE = "invalid_schema"
+"""``failed.code`` of a structured run whose schema is not a usable JSON Schema."""
 DEFAULT_TOOL_TIMEOUT_S = 600.0
 
 
@@ -229,8 +232,10 @@ class EngineAgent:
             if log.isEnabledFor(logging.DEBUG):
                 preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
                 log.debug("[agent] ▶ turn session=%s ← %s", session, preview)
+            output = _output_format(inputs)  # a schema it cannot use: refused before anything is written
             setup = await self._bind(scope, run)
             setup.scope = tools_scope
+            setup.output = output
             secrets.append(setup.request.api_key)
             outcome = await run_loop(setup, inputs, emit)
             await setup.record.flush()  # a store that commits later: completed means written
@@ -239,6 +244,8 @@ class EngineAgent:
                 "usage": outcome.usage,
                 "stopReason": outcome.stop_reason,
             }
+            if setup.output is not None:
+                data["output"] = outcome.output
             log.debug("[agent] ■ turn session=%s completed in %.0f ms", session, _ms(started))
             return _Settled(Completed(data), "completed")
         except asyncio.CancelledError:
@@ -374,6 +381,19 @@ class EngineAgent:
             close = getattr(self.config.tools, "aclose", None)
             if close is not None:
                 await close()
+
+
+def _output_format(inputs: Sequence[InputItem]) -> OutputFormat | None:
+    """The opening prompt's schema as the wire clients send it (TurnFailure ``invalid_schema``
+    when it is not a usable JSON Schema)."""
+    opening = inputs[0] if inputs else None
+    schema = opening.output_schema if isinstance(opening, Prompt) else None
+    if schema is None:
+        return None
+    error = check_schema(schema)
+    if error is not None:
+        raise TurnFailure(f"the schema is not usable: {error}", code=INVALID_SCHEMA_CODE)
+    return output_format(schema)
 
 
 def _ms(started: float) -> float:

@@ -14,6 +14,8 @@ per failed turn, with the key redacted there too.
 ``config_error``         credentials, model or definition stop the turn              no
 ``context_overflow``     the session no longer fits the model's context window,      no
                          even after compacting once
+``invalid_output``       a structured run got no answer matching its schema          no
+``invalid_schema``       a structured run's schema is not a usable JSON Schema       no
 ``internal_error``       a bug; details are just ``internal error``                  no
 =======================  ==========================================================  =============
 
@@ -84,6 +86,9 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         shown = one_line(redact(exc.public or exc.message, keys))
         if isinstance(exc, SessionError):
             return Failed(shown, exc.retryable, SESSION_STORE_ERROR), log_line
+        code = getattr(exc, "failed_code", None)
+        if isinstance(code, str):  # a failure that names its own code (invalid_output)
+            return Failed(shown, bool(getattr(exc, "retryable", False)), code), log_line
         if getattr(exc, "overflow", False):
             return Failed(shown, False, CONTEXT_OVERFLOW), log_line
         if isinstance(exc.__cause__, ProviderError) or isinstance(exc, ProviderError):

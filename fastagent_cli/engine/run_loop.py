@@ -47,6 +47,8 @@ from fastagent_cli.engine.compaction import (
     compact,
     prepare_compaction,
 )
+from fastagent_cli.engine.images import fit_prompt
+from fastagent_cli.engine.output import OutputState
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
 from fastagent_cli.messages import (
@@ -61,6 +63,7 @@ from fastagent_cli.messages import (
 )
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
 from fastagent_cli.models.context_budget import estimate_tokens, fit_request, overflow_message
+from fastagent_cli.models.structured import output_instruction
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import entry_message
 
@@ -114,10 +117,17 @@ class _Run:
         self.overflow_recovered = False
         self.unstored: tuple[str, UserMessage] | None = None
         """The admitted prompt not written yet, and the entry id it was announced with."""
+        model = setup.request.model
+        self.output = None if setup.output is None else OutputState(setup.output, model.api, model.compat)
+        self.system = setup.request.system
+        if self.output is not None:
+            note = output_instruction(self.output.format, self.output.mode)
+            self.system = f"{self.system}\n\n{note}" if self.system else note
 
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
         compaction if needed)."""
+        prompt = await fit_prompt(prompt, self.setup.request.model)
         message = user_message(prompt)
         while True:
             try:
@@ -154,7 +164,8 @@ class _Run:
         self.unstored = None
         self.setup.record.append("message", id=entry_id, message=message)
 
-    def add_user(self, prompt: Prompt) -> None:
+    async def add_user(self, prompt: Prompt) -> None:
+        prompt = await fit_prompt(prompt, self.setup.request.model)
         self.store_prompt()
         message = user_message(prompt)
         entry = self.setup.record.append_message(message)
@@ -186,7 +197,7 @@ class _Run:
         history = self.messages if messages is None else messages
         return ModelRequest(
             model=base.model,
-            system=base.system,
+            system=self.system,
             messages=_with_note(history) if exhausted else list(history),
             tools=() if exhausted else [tools[n].spec for n in active if n in tools],
             thinking=base.thinking,
@@ -194,6 +205,7 @@ class _Run:
             max_tokens=base.max_tokens,
             session_id=base.session_id,
             memo=base.memo,
+            output=self.setup.output,
         )
 
     def _emit_storing(self, event: SessionEvent) -> None:
@@ -295,7 +307,12 @@ class _Run:
             rounds += 1
             self.rounds += 1
             calls = _tool_calls(assistant)
-            if calls:
+            output = self.output
+            final = None if output is None else output.output_call(calls)
+            answered = False
+            if output is not None and final is not None:
+                answered = output.take_call(calls, final, setup.record, self.messages)
+            elif calls:
                 if exhausted:
                     raise TurnFailure(
                         f"the model called a tool after the tool budget "
@@ -315,8 +332,11 @@ class _Run:
                 self.messages.extend(results)
             steer = setup.run.take_steering()
             if steer is not None:
-                self.add_user(steer)
-            elif not calls:
+                await self.add_user(steer)
+            elif final is not None:
+                if answered:
+                    return assistant
+            elif not calls and (output is None or output.take_text(assistant, setup.record, self.messages)):
                 return assistant
 
     def context_size(self) -> int:
@@ -347,6 +367,7 @@ async def run_loop(setup: TurnSetup, inputs: Sequence[InputItem], emit: Emit) ->
             await state.compact("threshold")
         follow_ups = setup.run.take_continuation()
         if not follow_ups:
-            return TurnOutcome(state.usage, assistant["stopReason"], state.rounds)
+            output = None if state.output is None else state.output.value
+            return TurnOutcome(state.usage, assistant["stopReason"], state.rounds, output)
         for item in follow_ups:
             await state.add_input(item)

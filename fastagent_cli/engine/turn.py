@@ -27,6 +27,7 @@ from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.errors import FastagentError, ProviderError
 from fastagent_cli.messages import AssistantBlock, AssistantMessage, StopReason, Usage, empty_usage, now_ms
+from fastagent_cli.models.structured import OutputFormat
 from fastagent_cli.models.types import ModelClient, ModelRequest, StreamDelta
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import RunScope, Tool
@@ -41,10 +42,13 @@ ABORTED_MESSAGE = "Request was aborted"
 
 
 class TurnFailure(FastagentError):
-    def __init__(self, message: str, retryable: bool = False, *, overflow: bool = False) -> None:
+    def __init__(
+        self, message: str, retryable: bool = False, *, overflow: bool = False, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.overflow = overflow
+        self.failed_code = code
 
 
 @dataclass(slots=True)
@@ -64,6 +68,8 @@ class TurnSetup:
     tool_timeout: float | None = None
     scope: RunScope | None = None
     """What tools keep for this run (closed at the settle)."""
+    output: OutputFormat | None = None
+    """A structured run: the schema its answer must match."""
 
 
 @dataclass(slots=True)
@@ -71,6 +77,8 @@ class TurnOutcome:
     usage: Usage
     stop_reason: str
     rounds: int
+    output: Any = None
+    """A structured run's validated answer."""
 
 
 def add_usage(total: Usage, usage: Mapping[str, Any]) -> None:

@@ -20,6 +20,7 @@ from fastagent_cli.models.claude_code import (
     to_claude_code_name,
 )
 from fastagent_cli.models.copilot import COPILOT_PROVIDER, copilot_headers
+from fastagent_cli.models.structured import OUTPUT_TOOL, native_mode
 from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
 
 __all__ = [
@@ -122,6 +123,23 @@ def messages_url(base_url: str) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
+def _output_tool(body: dict[str, Any], request: ModelRequest, thinking: bool) -> None:
+    """A structured run: the schema is the input of a tool the model is made to call (any tool
+    when it has others to use first; with thinking on the API allows only ``auto``: the system
+    prompt asks for it and the answer is checked all the same)."""
+    out = request.output
+    assert out is not None
+    name = OUTPUT_TOOL
+    tool = {"name": name, "description": "Give the final answer.", "input_schema": dict(out.schema)}
+    body.setdefault("tools", []).append(tool)
+    if thinking:
+        body["tool_choice"] = {"type": "auto"}
+    elif len(body["tools"]) > 1:
+        body["tool_choice"] = {"type": "any"}
+    else:
+        body["tool_choice"] = {"type": "tool", "name": name}
+
+
 def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The URL, headers and JSON body of a streaming Messages API request."""
     model = request.model
@@ -145,7 +163,10 @@ def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], 
             }
             for t in request.tools
         ]
-    if model.reasoning and request.thinking != "off":
+    thinking = model.reasoning and request.thinking != "off"
+    if request.output is not None and native_mode(model.api, model.compat) == "tool":
+        _output_tool(body, request, thinking)
+    if thinking:
         budgets = {**THINKING_BUDGETS, **dict(model.compat.get("thinkingBudgets") or {})}
         budget = int(budgets[request.thinking])
         max_tokens = min(max_tokens + budget, model.max_tokens, request.output_limit or model.max_tokens)

@@ -12,6 +12,7 @@ from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import is_failed_turn
 from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_same_model, wire_arguments
 from fastagent_cli.models.copilot import copilot_headers
+from fastagent_cli.models.structured import native_mode
 from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
 
 __all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request", "tool_result_text"]
@@ -224,6 +225,12 @@ def _fill_body(body: dict[str, Any], request: ModelRequest) -> None:
             }
             for t in request.tools
         ]
+    out = request.output
+    if out is not None and native_mode(model.api, compat) == "response_format":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": out.name, "schema": dict(out.schema), "strict": out.strict},
+        }
     if model.reasoning:
         thinking_format = compat.get("thinkingFormat")
         enabled = request.thinking != "off"

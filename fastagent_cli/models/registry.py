@@ -155,7 +155,8 @@ class ModelRegistry:
         if provider_name == SCRIPTED:
             if not model_id:
                 raise ModelError('scripted model needs a name: "scripted/<name>"')
-            return ModelInfo(provider=SCRIPTED, id=model_id, api=SCRIPTED, name=model_id, reasoning=True)
+            info = ModelInfo(provider=SCRIPTED, id=model_id, api=SCRIPTED, name=model_id, reasoning=True)
+            return replace(info, input=("text", "image"))  # a test model takes whatever it is sent
         provider = (
             (self.providers.get(provider_name) or self.providers.get(provider_name.lower()))
             if slash

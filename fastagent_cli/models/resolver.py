@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FIXED_MODEL", "ModelResolver"]
 
-FIXED_MODEL = ModelInfo(provider="scripted", id="custom", api="scripted", name="custom", reasoning=True)
+FIXED_MODEL = ModelInfo(
+    provider="scripted", id="custom", api="scripted", name="custom", reasoning=True, input=("text", "image")
+)
 """How a fixed in-code client is described (``scripted/custom``: no key, every thinking level)."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.models._wire import default_max_tokens, is_same_model, transform_messages, wire_arguments
 from fastagent_cli.models.copilot import copilot_headers
+from fastagent_cli.models.structured import native_mode
 from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
 
 __all__ = [
@@ -248,6 +249,7 @@ def _codex_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str
         body["prompt_cache_key"] = request.session_id
     if request.tools:
         body["tools"] = _tools(request, None)
+    _text_format(body, request)
     if model.reasoning and request.thinking != "off":
         body["reasoning"] = {"effort": _codex_effort(model.id, _effort(request)), "summary": "auto"}
     headers = {
@@ -262,6 +264,16 @@ def _codex_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str
         headers["session_id"] = request.session_id
     headers.update(model.headers)
     return codex_responses_url(model.base_url), headers, body
+
+
+def _text_format(body: dict[str, Any], request: ModelRequest) -> None:
+    """A structured run's schema as ``text.format`` (the Responses API's structured output)."""
+    out = request.output
+    if out is None or native_mode(request.model.api, request.model.compat) != "text_format":
+        return
+    text = body.setdefault("text", {})
+    schema = dict(out.schema)
+    text["format"] = {"type": "json_schema", "name": out.name, "schema": schema, "strict": out.strict}
 
 
 def build_responses_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -286,6 +298,7 @@ def build_responses_request(request: ModelRequest) -> tuple[str, dict[str, str],
         body["prompt_cache_key"] = request.session_id
     if request.tools:
         body["tools"] = _tools(request, False)
+    _text_format(body, request)
     if model.reasoning:
         if request.thinking != "off":
             body["reasoning"] = {"effort": _effort(request), "summary": "auto"}

@@ -27,6 +27,7 @@ from fastagent_cli.messages import (
     UserMessage,
     empty_usage,
 )
+from fastagent_cli.models.structured import OutputFormat
 
 __all__ = [
     "THINKING_LEVELS",
@@ -122,6 +123,9 @@ class ModelRequest:
     output_limit: int | None = None
     """The most output tokens (thinking included) the model's context window leaves after this
     request's input (see :mod:`fastagent_cli.models.context_budget`); ``None``: no limit known."""
+    output: OutputFormat | None = None
+    """The JSON Schema the answer must match (a structured run), sent the API's native way
+    (:func:`fastagent_cli.models.structured.native_mode`)."""
 
 
 @dataclass(frozen=True, slots=True)

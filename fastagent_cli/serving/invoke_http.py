@@ -1,7 +1,10 @@
 """``POST /invoke``: the built-in HTTP/SSE entry to an agent.
 
 Request: ``{"session": "s1", "text": "hello"}`` plus optional ``parentSession`` (string) and
-``branchHints`` (array of strings), read only when the session is first created.
+``branchHints`` (array of strings), read only when the session is first created, and ``schema``
+(a JSON Schema object): the answer is then the validated object, in ``completed.data.output``
+(``failed{code: "invalid_output"}`` when none came back, ``invalid_schema`` for a schema that is
+not usable).
 
 Answers (features G7-G12):
 
@@ -51,6 +54,7 @@ INVOKE_USAGE = 'need { "session": string, "text": string }\n'
 _PARENT_TYPE = '"parentSession" must be a string\n'
 _JSON_ONLY = "Content-Type must be application/json\n"
 _HINTS_TYPE = '"branchHints" must be an array of strings\n'
+SCHEMA_TYPE = '"schema" must be a JSON Schema object\n'
 
 
 def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
@@ -73,7 +77,10 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
         hints = []
     if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
         return _HINTS_TYPE
-    return Scope(session, parent, tuple(hints)), Prompt(text)
+    schema = body.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        return SCHEMA_TYPE
+    return Scope(session, parent, tuple(hints)), Prompt(text, output_schema=schema)
 
 
 def create_invoke_handler(

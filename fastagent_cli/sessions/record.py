@@ -37,6 +37,7 @@ from fastagent_cli.messages import (
     ToolResultMessage,
     now_ms,
 )
+from fastagent_cli.sessions.image_cap import cap_entry_images
 from fastagent_cli.sessions.layout import encode_id
 
 __all__ = [
@@ -189,7 +190,7 @@ class SessionRecord:
         parent = self.leaf_id
         reserved: set[str] = set()
         for entry_type, given in items:
-            fields = dict(given)
+            fields = cap_entry_images(dict(given))
             entry_id = str(fields.pop("id", "") or self._new_id())
             while entry_id in reserved or entry_id in self.by_id:
                 entry_id = self._new_id()

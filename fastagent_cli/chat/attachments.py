@@ -1,0 +1,148 @@
+"""Attachments in the chat: ``/attach PATH`` (or pasting a file's path, as a terminal does when a
+file is dropped on it) adds an image or a text file to the next prompt; the pending ones show as a
+chip above the input (``📎 photo.jpg · notes.md``); ``/attach`` lists them, ``/attach clear``
+drops them. They go with the next prompt sent, then the chip is empty again.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import unquote, urlparse
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
+
+from fastagent_cli.assembly.attachments import image_type, read_attachment
+from fastagent_cli.contract import ImageRef, Prompt
+from fastagent_cli.errors import UsageError
+
+__all__ = [
+    "ATTACH_USAGE",
+    "PendingAttachments",
+    "attach_command",
+    "bind_paste",
+    "pasted_path",
+    "prompt_message",
+]
+
+ATTACH_USAGE = "usage: /attach PATH (an image or a text file), /attach to list, /attach clear"
+
+
+@dataclass(slots=True)
+class PendingAttachments:
+    """What the next prompt carries besides its text."""
+
+    items: list[tuple[str, ImageRef | str]] = field(default_factory=list)
+
+    def add(self, given: str) -> str:
+        """Attach ``given`` (UsageError when it cannot be); the line that says so."""
+        item = read_attachment(given)
+        name = Path(given).name or given
+        self.items.append((name, item))
+        kind = "image" if isinstance(item, ImageRef) else "text"
+        return f"attached {name} ({kind}, {_size(given)}); it goes with your next message"
+
+    def chip(self) -> str:
+        return "📎 " + " · ".join(name for name, _ in self.items) if self.items else ""
+
+    def prompt(self, text: str) -> Prompt:
+        """The prompt for ``text`` with everything pending (which is then cleared)."""
+        images = tuple(item for _, item in self.items if isinstance(item, ImageRef))
+        texts = "".join(item for _, item in self.items if isinstance(item, str))
+        self.items.clear()
+        return Prompt(text + texts, images)
+
+
+def prompt_message(pending: PendingAttachments) -> StyleAndTextTuples:
+    """The prompt's ``›``, under the chip of what is attached (when anything is)."""
+    chip = pending.chip()
+    head: StyleAndTextTuples = [("class:status.hint", chip), ("", "\n")] if chip else []
+    return [*head, ("class:prompt", "› ")]
+
+
+def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
+    """A pasted path to an image file (a file dropped on the terminal) attaches it; any other
+    paste is inserted as typed."""
+
+    @kb.add(Keys.BracketedPaste)
+    def _paste(event: KeyPressEvent) -> None:
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        path = pasted_path(data)
+        if path is not None and image_type(path, _head(path)) is not None:
+            try:
+                pending.add(path)
+            except UsageError:
+                pass
+            else:
+                event.app.invalidate()
+                return
+        event.current_buffer.insert_text(data)
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(8192)
+    except OSError:
+        return b"\x00"  # unreadable: pasted as text
+
+
+def _size(given: str) -> str:
+    size = os.path.getsize(os.path.expanduser(given))
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size:,} bytes"
+
+
+def pasted_path(text: str) -> str | None:
+    """The file a paste names (a dropped file: a path, quoted or ``file://``), else None."""
+    one = text.strip()
+    if not one or "\n" in one or len(one) > 4096:
+        return None
+    if one.startswith("file://"):
+        one = unquote(urlparse(one).path)
+    else:
+        try:
+            parts = shlex.split(one)
+        except ValueError:
+            return None
+        if len(parts) != 1:
+            return None
+        one = parts[0]
+    path = Path(one).expanduser()
+    return str(path) if path.is_absolute() and path.is_file() else None
+
+
+class _Lines(Protocol):
+    def info(self, text: str) -> None: ...
+
+    def error(self, text: str) -> None: ...
+
+    def rows(self, title: str, rows: list[tuple[str, str]]) -> None: ...
+
+
+async def attach_command(pending: PendingAttachments, ui: _Lines, arg: str) -> None:
+    """``/attach [PATH...|clear]``."""
+    if not arg:
+        if pending.items:
+            ui.rows("Attached to the next message", [(name, "") for name, _ in pending.items])
+        else:
+            ui.info(ATTACH_USAGE)
+        return
+    if arg == "clear":
+        count = len(pending.items)
+        pending.items.clear()
+        ui.info(f"dropped {count} attachment{'s' if count != 1 else ''}")
+        return
+    try:
+        given = shlex.split(arg)
+    except ValueError:
+        given = [arg]
+    for path in given:
+        try:
+            ui.info(pending.add(path))
+        except UsageError as exc:
+            ui.error(exc.message)

@@ -1,0 +1,48 @@
+"""The size cap of a session record's entry: images stay in the message as base64 (as pi keeps
+them), up to :data:`MAX_ENTRY_IMAGE_BYTES` of base64 per entry; past it the largest images are
+replaced by a text note saying what was there, so one turn with many photos cannot grow a record
+(and every later request that reads it) without bound. The run that took the images still sends
+them; the record, and so every later turn, keeps the note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MAX_ENTRY_IMAGE_BYTES", "OMITTED_NOTE", "cap_entry_images"]
+
+MAX_ENTRY_IMAGE_BYTES = 16 * 1024 * 1024
+"""Base64 characters of images one record entry keeps (about 12 MB of image data)."""
+
+OMITTED_NOTE = (
+    "[image not kept in the session record: {mime}, {size:.1f} MB (a record entry keeps at most "
+    "16 MiB of images)]"
+)
+
+
+def cap_entry_images(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` of an entry with its images capped (a copy when anything changed)."""
+    message = fields.get("message")
+    holder, key = (message, "content") if isinstance(message, Mapping) else (fields, "content")
+    content = holder.get(key) if isinstance(holder, Mapping) else None
+    if not isinstance(content, list):
+        return fields
+    sizes = [
+        (len(b["data"]), i)
+        for i, b in enumerate(content)
+        if isinstance(b, Mapping) and b.get("type") == "image" and isinstance(b.get("data"), str)
+    ]
+    total = sum(size for size, _ in sizes)
+    if total <= MAX_ENTRY_IMAGE_BYTES:
+        return fields
+    capped = list(content)
+    for size, index in sorted(sizes, reverse=True):
+        if total <= MAX_ENTRY_IMAGE_BYTES:
+            break
+        mime = str(capped[index].get("mimeType", "image"))
+        capped[index] = {"type": "text", "text": OMITTED_NOTE.format(mime=mime, size=size * 3 / 4 / 1e6)}
+        total -= size
+    if holder is fields:
+        return {**fields, key: capped}
+    return {**fields, "message": {**holder, key: capped}}

@@ -1,0 +1,57 @@
+"""What a paste attaches (a dropped file's path, as terminals paste it) and what ``/attach`` keeps
+for the next prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image
+
+from fastagent_cli.chat.attachments import PendingAttachments, attach_command, pasted_path
+
+
+class Lines:
+    def __init__(self) -> None:
+        self.infos: list[str] = []
+        self.errors: list[str] = []
+
+    def info(self, text: str) -> None:
+        self.infos.append(text)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
+
+    def rows(self, title: str, rows: list[tuple[str, str]]) -> None:
+        self.infos.append(f"{title}: {', '.join(name for name, _ in rows)}")
+
+
+def test_pasted_paths(tmp_path: Path) -> None:
+    spaced = tmp_path / "my photo.png"
+    spaced.write_bytes(b"x")
+    assert pasted_path(f"'{spaced}'") == str(spaced)
+    assert pasted_path(str(spaced).replace(" ", "\\ ") + "\n") == str(spaced)
+    assert pasted_path("file://" + str(spaced).replace(" ", "%20")) == str(spaced)
+    assert pasted_path("my photo.png") is None  # relative: text, not a drop
+    assert pasted_path(f"{spaced}\nand more") is None
+    assert pasted_path(str(tmp_path)) is None  # a directory
+    assert pasted_path("look at /etc/hostname please") is None
+
+
+async def test_attach_list_clear_and_take(tmp_path: Path) -> None:
+    picture, notes = tmp_path / "a.png", tmp_path / "b.txt"
+    Image.new("RGB", (2, 2)).save(picture)
+    notes.write_text("hi")
+    pending, lines = PendingAttachments(), Lines()
+    await attach_command(pending, lines, "")
+    assert lines.infos[-1].startswith("usage: /attach PATH")
+    await attach_command(pending, lines, f"{picture} {tmp_path / 'missing.txt'} {notes}")
+    assert pending.chip() == "📎 a.png · b.txt"
+    assert lines.errors == [f"cannot attach {tmp_path / 'missing.txt'}: No such file or directory"]
+    await attach_command(pending, lines, "")
+    assert lines.infos[-1] == "Attached to the next message: a.png, b.txt"
+    prompt = pending.prompt("see")
+    assert prompt.text == 'see\n\n<file name="b.txt">\nhi\n</file>' and len(prompt.images) == 1
+    assert pending.chip() == "" and pending.prompt("again").images == ()
+    await attach_command(pending, lines, str(picture))
+    await attach_command(pending, lines, "clear")
+    assert lines.infos[-1] == "dropped 1 attachment" and pending.chip() == ""
