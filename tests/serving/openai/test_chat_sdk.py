@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import openai
@@ -245,3 +246,46 @@ async def test_a_client_that_leaves_aborts_the_turn_and_frees_the_session(serve_
         assert time.monotonic() - started < 5
         assert json.loads(again.choices[0].message.content or "")["seen"][-1] == "user: hi"
         assert "Traceback" not in server.text
+
+
+SEEN = {
+    "type": "object",
+    "properties": {"persona": {"type": "boolean"}, "seen": {"type": "array", "items": {"type": "string"}}},
+    "required": ["persona", "seen"],
+}
+
+
+async def test_response_format_json_schema_answers_the_validated_object(serve_probe: Spawn) -> None:
+    fmt: Any = {"type": "json_schema", "json_schema": {"name": "seen", "schema": SEEN}}
+    async with serve_probe() as (_server, base), client(base) as api:
+        answer = await api.chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": "hi"}], response_format=fmt
+        )
+        assert json.loads(answer.choices[0].message.content or "") == {"persona": True, "seen": ["user: hi"]}
+
+        stream = await api.chat.completions.create(
+            model="helper",
+            messages=[{"role": "user", "content": "hi again"}],
+            response_format=fmt,
+            stream=True,
+        )
+        parts = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
+        assert len(parts) == 1  # the attempts' text stays inside: one delta, the object
+        assert json.loads(parts[0]) == {"persona": True, "seen": ["user: hi again"]}
+
+        anything = await api.chat.completions.create(
+            model="helper",
+            messages=[{"role": "user", "content": "x"}],
+            response_format={"type": "json_object"},
+        )
+        assert json.loads(anything.choices[0].message.content or "")["seen"] == ["user: x"]
+
+        never: Any = {
+            "type": "json_schema",
+            "json_schema": {"name": "n", "schema": {**SEEN, "required": ["nope"]}},
+        }
+        with pytest.raises(openai.InternalServerError) as failed:
+            await api.chat.completions.create(
+                model="helper", messages=[{"role": "user", "content": "y"}], response_format=never
+            )
+        assert failed.value.code == "invalid_output"

@@ -48,11 +48,11 @@ CASES: list[tuple[str, dict[str, Any], int, str | None, str | None]] = [
         {
             "model": "helper",
             "messages": USER,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {}}},
+            "response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
         },
         400,
-        "response_format",
-        "unsupported_value",
+        "response_format.json_schema.name",
+        None,
     ),
     ("/chat/completions", {"model": "helper", "messages": USER, "n": 2}, 400, "n", "unsupported_value"),
     (
@@ -113,9 +113,9 @@ CASES: list[tuple[str, dict[str, Any], int, str | None, str | None]] = [
     ),
     (
         "/responses",
-        {"model": "helper", "input": "x", "text": {"format": {"type": "json_object"}}},
+        {"model": "helper", "input": "x", "text": {"format": {"type": "xml"}}},
         400,
-        "response_format",
+        "text.format.type",
         "unsupported_value",
     ),
     (

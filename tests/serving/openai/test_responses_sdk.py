@@ -4,6 +4,7 @@ streaming events, ``previous_response_id`` (a response id is a session position)
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -97,3 +98,11 @@ async def test_response_ids_survive_a_restart_and_store_false_keeps_nothing(serv
             await api.responses.create(model="helper", input="x", previous_response_id=gone.id)
         assert missing.value.code == "previous_response_not_found"
         assert missing.value.param == "previous_response_id"  # type: ignore[attr-defined]
+
+
+async def test_text_format_json_schema_answers_the_validated_object(serve_probe: Spawn) -> None:
+    schema = {"type": "object", "properties": {"seen": {"type": "array"}}, "required": ["seen"]}
+    fmt: Any = {"format": {"type": "json_schema", "name": "seen", "schema": schema}}
+    async with serve_probe() as (_server, base), client(base) as api:
+        response = await api.responses.create(model="helper", input="hello", text=fmt)
+        assert json.loads(response.output_text)["seen"] == ["user: hello"]

@@ -76,6 +76,8 @@ def failure_error(event: Failed) -> tuple[int, dict[str, Any]]:
         return 409, error_body(message, INVALID, None, SESSION_BUSY_CODE)
     if code == "context_overflow":
         return 400, error_body(event.details, INVALID, "messages", "context_length_exceeded")
+    if code == "invalid_schema":  # the request's response_format the agent cannot use
+        return 400, error_body(event.details, INVALID, "response_format", code)
     if code == "model_error":
         return 502, error_body(event.details, SERVER, None, code)
     return 500, error_body(event.details, SERVER, None, code or "internal_error")

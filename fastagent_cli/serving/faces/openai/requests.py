@@ -4,8 +4,8 @@ Every problem is a :class:`~fastagent_cli.serving.faces.openai.content.RequestEr
 ``invalid_request_error`` naming the field). Sampling parameters (``temperature``, ``top_p``,
 ``max_tokens``, ``seed``...) are accepted and ignored: the agent runs on its own model settings.
 What the agent cannot honour is refused rather than ignored: client-side tools (the agent runs its
-own; a client would never be asked to run one), ``n`` other than 1, audio, and
-``response_format`` other than text (structured output is not wired to this face yet).
+own; a client would never be asked to run one), ``n`` other than 1 and audio. ``response_format``
+/ ``text.format`` asks for structured output (see :mod:`.structured`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fastagent_cli.contract import Json
 from fastagent_cli.serving.faces.openai.content import RequestError, Turn, read_content
+from fastagent_cli.serving.faces.openai.structured import output_schema
 
 __all__ = ["SESSION_HEADER", "ChatRequest", "ResponsesRequest", "parse_chat", "parse_responses"]
 
@@ -36,6 +38,8 @@ class ChatRequest:
     """The client's system / developer messages, joined."""
     turns: list[Turn]
     """User and assistant messages in order; the last is the user's new message."""
+    schema: dict[str, Json] | None = None
+    """The JSON Schema the answer must match (``response_format``), else ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,8 @@ class ResponsesRequest:
     system: str | None
     """``instructions`` plus any system / developer input messages."""
     turns: list[Turn]
+    schema: dict[str, Json] | None = None
+    """The JSON Schema the answer must match (``text.format``), else ``None``."""
 
 
 def _model(body: Mapping[str, Any]) -> str:
@@ -109,18 +115,6 @@ def _refuse_unsupported(body: Mapping[str, Any]) -> None:
     modalities = body.get("modalities")
     if modalities is not None and modalities != ["text"]:
         raise RequestError("only text output is supported", "modalities", "unsupported_value")
-    fmt = body.get("response_format")
-    if isinstance(body.get("text"), dict):
-        fmt = body["text"].get("format", fmt)  # the Responses API's text.format
-    if fmt is not None:
-        kind = fmt.get("type") if isinstance(fmt, dict) else None
-        if kind != "text":
-            raise RequestError(
-                f"response_format {kind!r} is not supported by this server: structured output "
-                'is not wired to the OpenAI face yet (leave it out, or send {"type": "text"})',
-                "response_format",
-                "unsupported_value",
-            )
 
 
 def _message_turns(messages: Any, param: str) -> tuple[str | None, list[Turn]]:
@@ -178,7 +172,8 @@ def parse_chat(body: Mapping[str, Any], headers: Mapping[str, str]) -> ChatReque
             raise RequestError("stream_options must be an object", "stream_options")
         include_usage = _bool(options, "include_usage", False)
     system, turns = _message_turns(body.get("messages"), "messages")
-    return ChatRequest(model, stream, include_usage, _session(body, headers), system, turns)
+    session = _session(body, headers)
+    return ChatRequest(model, stream, include_usage, session, system, turns, output_schema(body))
 
 
 def parse_responses(body: Mapping[str, Any], headers: Mapping[str, str]) -> ResponsesRequest:
@@ -197,4 +192,5 @@ def parse_responses(body: Mapping[str, Any], headers: Mapping[str, str]) -> Resp
         raw = [{"role": "user", "content": raw}]
     system, turns = _message_turns(raw, "input")
     joined = "\n\n".join(part for part in (instructions, system) if part) or None
-    return ResponsesRequest(model, stream, _session(body, headers), previous, store, joined, turns)
+    session = _session(body, headers)
+    return ResponsesRequest(model, stream, session, previous, store, joined, turns, output_schema(body))

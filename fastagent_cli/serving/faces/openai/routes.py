@@ -11,6 +11,7 @@ as ``GET /v1/models`` lists it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -20,7 +21,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from fastagent_cli.contract import AgentEvent, Completed, Failed, closing, json_text
+from fastagent_cli.contract import AgentEvent, Completed, Failed, Json, closing, json_text
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.serving.body import read_body_capped
 from fastagent_cli.serving.faces import FaceContext
@@ -37,6 +38,7 @@ from fastagent_cli.serving.faces.openai.conversation import (
 from fastagent_cli.serving.faces.openai.errors import error_response, failure_response, not_found
 from fastagent_cli.serving.faces.openai.requests import parse_chat, parse_responses
 from fastagent_cli.serving.faces.openai.responses import ResponseBuilder, new_response_id
+from fastagent_cli.serving.faces.openai.structured import typed_answer
 from fastagent_cli.serving.faces.openai.turn import start_turn
 from fastagent_cli.serving.invoke_auth import is_authorized
 from fastagent_cli.serving.router import path_of
@@ -154,7 +156,7 @@ class OpenAIFace:
             self.sessions, parsed.session, parsed.system, parsed.turns, prefix=ONE_OFF_PREFIX, keep=False
         )
         try:
-            events = await self._start(planned)
+            events = await self._start(planned, parsed.schema)
             if isinstance(events, web.Response):
                 return events
             if not parsed.stream:
@@ -192,7 +194,7 @@ class OpenAIFace:
             session=planned.scope.session,
         )
         try:
-            started = await self._start(planned)
+            started = await self._start(planned, parsed.schema)
             if isinstance(started, web.Response):
                 return started
             events = self._recorded(started, builder.id, planned)
@@ -209,9 +211,15 @@ class OpenAIFace:
             if planned.one_off:
                 self._discard_later(planned.scope.session)
 
-    async def _start(self, planned: Planned) -> AsyncIterator[AgentEvent] | web.Response:
+    async def _start(
+        self, planned: Planned, schema: dict[str, Json] | None
+    ) -> AsyncIterator[AgentEvent] | web.Response:
         await self.ctx.streams.reclaim(planned.scope.session)
-        return await start_turn(self.ctx.agent, planned.scope, planned.prompt)
+        if schema is None:
+            return await start_turn(self.ctx.agent, planned.scope, planned.prompt)
+        prompt = dataclasses.replace(planned.prompt, output_schema=schema)
+        started = await start_turn(self.ctx.agent, planned.scope, prompt)
+        return started if isinstance(started, web.Response) else typed_answer(started)
 
     async def _recorded(
         self, events: AsyncIterator[AgentEvent], response_id: str, planned: Planned
