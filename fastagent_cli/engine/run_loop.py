@@ -60,11 +60,18 @@ from fastagent_cli.messages import (
     now_ms,
 )
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
-from fastagent_cli.models.context_budget import estimate_tokens, fit_request, overflow_message
+from fastagent_cli.models.context_budget import (
+    estimate_tokens,
+    fit_request,
+    has_report,
+    learn_server_ratio,
+    overflow_message,
+    usage_tokens,
+)
 from fastagent_cli.models.types import ModelRequest
-from fastagent_cli.sessions.record import entry_message
+from fastagent_cli.sessions.record import SessionRecord, entry_message
 
-__all__ = ["notice_content", "run_loop", "user_message"]
+__all__ = ["notice_content", "recorded_server_ratio", "run_loop", "user_message"]
 
 
 def user_message(prompt: Prompt) -> UserMessage:
@@ -88,11 +95,43 @@ def _fit(request: ModelRequest) -> ModelRequest:
     """Cap the request's output at what the context window leaves (by default at most a share of
     the window, so the next turn has room too); an overflow (TurnFailure) when that is not enough
     for an answer: sending it would only fail, or fail silently."""
-    fit = fit_request(request.model, request.system, request.messages, request.tools, request.max_tokens)
+    fit = fit_request(
+        request.model,
+        request.system,
+        request.messages,
+        request.tools,
+        request.max_tokens,
+        request.server_ratio,
+    )
     if not fit.fits:
         raise TurnFailure(overflow_message(request.model, fit), overflow=True)
     request.output_limit = fit.max_output
     return request
+
+
+def recorded_server_ratio(record: SessionRecord, request: ModelRequest) -> float | None:
+    """What the server counted against the estimate at the last answer on the record's active path
+    that reported usage, measured on the context that answer was given (rebuilt from the record,
+    which keeps what a compaction summarised): where the context has no report of its own (after a
+    compaction, also in a new process) it stands in for one. ``None`` where the context's own
+    report stands, or nothing was reported yet."""
+    if has_report(request.messages):
+        return None
+    for entry in reversed(record.path()):
+        message = entry.get("message") if entry["type"] == "message" else None
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        usage = message.get("usage")
+        if message.get("stopReason") in ("error", "aborted") or not isinstance(usage, dict):
+            continue
+        if not usage_tokens(usage):
+            continue
+        parent = entry.get("parentId")
+        before = record.context(parent).messages if isinstance(parent, str) else []
+        ratio = learn_server_ratio(request.system, before, request.tools, message)
+        if ratio is not None:
+            return ratio
+    return None
 
 
 def _with_note(messages: Sequence[Message]) -> list[Message]:
@@ -114,6 +153,10 @@ class _Run:
         self.overflow_recovered = False
         self.unstored: tuple[str, UserMessage] | None = None
         """The admitted prompt not written yet, and the entry id it was announced with."""
+        self.server_ratio: float | None = None
+        """What the server counts against the estimate, learnt from the last report (see
+        :func:`recorded_server_ratio`); it stands in for a report where the context has none."""
+        self.server_ratio = recorded_server_ratio(setup.record, self.request(False))
 
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
@@ -144,7 +187,9 @@ class _Run:
     def could_fit(self, message: UserMessage) -> bool:
         """Whether a request with ``message`` and no history would fit the window."""
         request = self.request(False, [message])
-        return fit_request(request.model, request.system, request.messages, request.tools).fits
+        return fit_request(
+            request.model, request.system, request.messages, request.tools, None, request.server_ratio
+        ).fits
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""
@@ -194,6 +239,7 @@ class _Run:
             max_tokens=base.max_tokens,
             session_id=base.session_id,
             memo=base.memo,
+            server_ratio=self.server_ratio,
         )
 
     def _emit_storing(self, event: SessionEvent) -> None:
@@ -227,6 +273,7 @@ class _Run:
                 continue
             self.store_prompt()
             entry = self.setup.record.append_message(assistant)
+            self.learn(request, assistant)
             self.messages.append(assistant)
             add_usage(self.usage, assistant["usage"])
             self.emit(
@@ -235,6 +282,13 @@ class _Run:
                 )
             )
             return assistant
+
+    def learn(self, request: ModelRequest, assistant: AssistantMessage) -> None:
+        """What the server counted for this request against the estimate: it measures the context
+        after a compaction in this run (a later run learns it again from the record)."""
+        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant)
+        if ratio is not None:
+            self.server_ratio = ratio
 
     async def compact(self, reason: str, incoming: int = 0) -> bool:
         """Compact inside the run; ``False`` when there was nothing to compact (or it failed:
@@ -322,7 +376,7 @@ class _Run:
     def context_size(self) -> int:
         """The context's estimated size, as the next request would measure it."""
         request = self.request(False)
-        return request_tokens(request.messages, request.system, request.tools)
+        return request_tokens(request.messages, request.system, request.tools, request.server_ratio)
 
     def over_threshold(self, incoming: int = 0) -> bool:
         window = self.setup.request.model.context_window

@@ -122,6 +122,9 @@ class ModelRequest:
     output_limit: int | None = None
     """The most output tokens (thinking included) the model's context window leaves after this
     request's input (see :mod:`fastagent_cli.models.context_budget`); ``None``: no limit known."""
+    server_ratio: float | None = None
+    """What the server counts for a request as a share of the estimate, learnt earlier in the
+    session (:func:`~fastagent_cli.models.context_budget.learn_server_ratio`); ``None``: not yet."""
 
 
 @dataclass(frozen=True, slots=True)
