@@ -47,6 +47,7 @@ from fastagent_cli.engine.compaction import (
     compact,
     prepare_compaction,
 )
+from fastagent_cli.engine.server_ratio import recorded_server_ratio
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
 from fastagent_cli.messages import (
@@ -63,15 +64,13 @@ from fastagent_cli.models.context_budget import context_tokens as request_tokens
 from fastagent_cli.models.context_budget import (
     estimate_tokens,
     fit_request,
-    has_report,
     learn_server_ratio,
     overflow_message,
-    usage_tokens,
 )
 from fastagent_cli.models.types import ModelRequest
-from fastagent_cli.sessions.record import SessionRecord, entry_message
+from fastagent_cli.sessions.record import entry_message
 
-__all__ = ["notice_content", "recorded_server_ratio", "run_loop", "user_message"]
+__all__ = ["notice_content", "run_loop", "user_message"]
 
 
 def user_message(prompt: Prompt) -> UserMessage:
@@ -107,31 +106,6 @@ def _fit(request: ModelRequest) -> ModelRequest:
         raise TurnFailure(overflow_message(request.model, fit), overflow=True)
     request.output_limit = fit.max_output
     return request
-
-
-def recorded_server_ratio(record: SessionRecord, request: ModelRequest) -> float | None:
-    """What the server counted against the estimate at the last answer on the record's active path
-    that reported usage, measured on the context that answer was given (rebuilt from the record,
-    which keeps what a compaction summarised): where the context has no report of its own (after a
-    compaction, also in a new process) it stands in for one. ``None`` where the context's own
-    report stands, or nothing was reported yet."""
-    if has_report(request.messages):
-        return None
-    for entry in reversed(record.path()):
-        message = entry.get("message") if entry["type"] == "message" else None
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        usage = message.get("usage")
-        if message.get("stopReason") in ("error", "aborted") or not isinstance(usage, dict):
-            continue
-        if not usage_tokens(usage):
-            continue
-        parent = entry.get("parentId")
-        before = record.context(parent).messages if isinstance(parent, str) else []
-        ratio = learn_server_ratio(request.system, before, request.tools, message)
-        if ratio is not None:
-            return ratio
-    return None
 
 
 def _with_note(messages: Sequence[Message]) -> list[Message]:
