@@ -49,6 +49,7 @@ from fastagent_cli.engine.compaction import (
 )
 from fastagent_cli.engine.images import fit_prompt
 from fastagent_cli.engine.output import OutputState
+from fastagent_cli.engine.server_ratio import recorded_server_ratio
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
 from fastagent_cli.messages import (
@@ -62,7 +63,12 @@ from fastagent_cli.messages import (
     now_ms,
 )
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
-from fastagent_cli.models.context_budget import estimate_tokens, fit_request, overflow_message
+from fastagent_cli.models.context_budget import (
+    estimate_tokens,
+    fit_request,
+    learn_server_ratio,
+    overflow_message,
+)
 from fastagent_cli.models.structured import output_instruction
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import entry_message
@@ -91,7 +97,14 @@ def _fit(request: ModelRequest) -> ModelRequest:
     """Cap the request's output at what the context window leaves (by default at most a share of
     the window, so the next turn has room too); an overflow (TurnFailure) when that is not enough
     for an answer: sending it would only fail, or fail silently."""
-    fit = fit_request(request.model, request.system, request.messages, request.tools, request.max_tokens)
+    fit = fit_request(
+        request.model,
+        request.system,
+        request.messages,
+        request.tools,
+        request.max_tokens,
+        request.server_ratio,
+    )
     if not fit.fits:
         raise TurnFailure(overflow_message(request.model, fit), overflow=True)
     request.output_limit = fit.max_output
@@ -123,6 +136,10 @@ class _Run:
         if self.output is not None:
             note = output_instruction(self.output.format, self.output.mode)
             self.system = f"{self.system}\n\n{note}" if self.system else note
+        self.server_ratio: float | None = None
+        """What the server counts against the estimate, learnt from the last report (see
+        :func:`recorded_server_ratio`); it stands in for a report where the context has none."""
+        self.server_ratio = recorded_server_ratio(setup.record, self.request(False))
 
     async def admit(self, prompt: Prompt) -> None:
         """The opening prompt: stored only once a request carrying it fits the window (after one
@@ -154,7 +171,9 @@ class _Run:
     def could_fit(self, message: UserMessage) -> bool:
         """Whether a request with ``message`` and no history would fit the window."""
         request = self.request(False, [message])
-        return fit_request(request.model, request.system, request.messages, request.tools).fits
+        return fit_request(
+            request.model, request.system, request.messages, request.tools, None, request.server_ratio
+        ).fits
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""
@@ -206,6 +225,7 @@ class _Run:
             session_id=base.session_id,
             memo=base.memo,
             output=self.setup.output,
+            server_ratio=self.server_ratio,
         )
 
     def _emit_storing(self, event: SessionEvent) -> None:
@@ -239,6 +259,7 @@ class _Run:
                 continue
             self.store_prompt()
             entry = self.setup.record.append_message(assistant)
+            self.learn(request, assistant)
             self.messages.append(assistant)
             add_usage(self.usage, assistant["usage"])
             self.emit(
@@ -247,6 +268,13 @@ class _Run:
                 )
             )
             return assistant
+
+    def learn(self, request: ModelRequest, assistant: AssistantMessage) -> None:
+        """What the server counted for this request against the estimate: it measures the context
+        after a compaction in this run (a later run learns it again from the record)."""
+        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant)
+        if ratio is not None:
+            self.server_ratio = ratio
 
     async def compact(self, reason: str, incoming: int = 0) -> bool:
         """Compact inside the run; ``False`` when there was nothing to compact (or it failed:
@@ -342,7 +370,7 @@ class _Run:
     def context_size(self) -> int:
         """The context's estimated size, as the next request would measure it."""
         request = self.request(False)
-        return request_tokens(request.messages, request.system, request.tools)
+        return request_tokens(request.messages, request.system, request.tools, request.server_ratio)
 
     def over_threshold(self, incoming: int = 0) -> bool:
         window = self.setup.request.model.context_window

@@ -18,6 +18,13 @@ closes the next request's stream without a word. So before each request the engi
   server counted more than the estimate of the same input, what came after it is scaled by that
   ratio (at most :data:`MAX_CORRECTION`), so a session of content the estimate underrates keeps
   being measured by the server's count, not by the guess;
+* how the server's count compares with the estimate (JSON tool schemas and a Markdown system
+  prompt are overrated: after a compaction a real llama.cpp server counted 2 725 where the
+  estimate read 3 441) is learnt from the last answer that reported usage
+  (:func:`learn_server_ratio`, on the context it was given), so where no answer of the context
+  reported usage (after a compaction, which leaves none that measures the new context) the
+  estimate is taken at the server's rate (``server_ratio``, at least :data:`MIN_SERVER_RATIO`)
+  instead of the bare guess;
 * the output is clamped to what the declared ``contextWindow`` leaves after the input and a
   margin for the estimate's error (64 tokens plus a tenth of the estimated part), and by default
   to :data:`OUTPUT_SHARE` of the window: one long answer must leave room for the next turn
@@ -50,6 +57,8 @@ __all__ = [
     "estimate_text",
     "estimate_tokens",
     "fit_request",
+    "has_report",
+    "learn_server_ratio",
     "overflow_message",
     "overhead_tokens",
     "usage_tokens",
@@ -65,6 +74,8 @@ OUTPUT_SHARE = 4
 """The default output is at most ``1/OUTPUT_SHARE`` of the context window."""
 MAX_CORRECTION = 4.0
 """The most the server's reported usage scales the estimate of what came after it."""
+MIN_SERVER_RATIO = 0.5
+"""The least share of its estimate a request is counted at (a report's floor, too)."""
 
 _WORDS = bytes(range(ord("a"), ord("z") + 1)) + bytes(range(ord("A"), ord("Z") + 1)) + b" \t"
 _ASCII_DENSE = bytes(c for c in range(128) if c not in _WORDS)
@@ -182,13 +193,21 @@ def _last_report(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     return 0, -1
 
 
+def has_report(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Does an answer of this context (not one kept from before its compaction) report usage?"""
+    return _last_report(messages)[0] > 0
+
+
 def context_tokens(
-    messages: Sequence[Mapping[str, Any]], system: str = "", tools: Sequence[ToolSpec] = ()
+    messages: Sequence[Mapping[str, Any]],
+    system: str = "",
+    tools: Sequence[ToolSpec] = (),
+    server_ratio: float | None = None,
 ) -> int:
     """How full a context is: the request's input as :func:`estimate_input_tokens` measures it
     (the last good answer's usage, corrected estimates for what followed it; pass the system
     prompt and the tools to count them when no answer reported usage yet)."""
-    return estimate_input_tokens(system, messages, tools)[0]
+    return estimate_input_tokens(system, messages, tools, server_ratio)[0]
 
 
 def overhead_tokens(system: str, tools: Sequence[ToolSpec] = ()) -> int:
@@ -200,8 +219,31 @@ def overhead_tokens(system: str, tools: Sequence[ToolSpec] = ()) -> int:
     return overhead
 
 
+def learn_server_ratio(
+    system: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolSpec],
+    answer: Mapping[str, Any],
+) -> float | None:
+    """What the server counted for a request and its ``answer`` (the answer's reported usage) as a
+    share of their estimate, between :data:`MIN_SERVER_RATIO` and :data:`MAX_CORRECTION`; ``None``
+    when the answer reports nothing."""
+    usage = answer.get("usage")
+    if answer.get("stopReason") in ("error", "aborted") or not isinstance(usage, Mapping):
+        return None
+    reported = usage_tokens(usage)
+    estimate = overhead_tokens(system, tools) + sum(estimate_tokens(m) for m in messages)
+    estimate += estimate_tokens(answer)
+    if not reported or estimate <= 0:
+        return None
+    return min(MAX_CORRECTION, max(MIN_SERVER_RATIO, reported / estimate))
+
+
 def estimate_input_tokens(
-    system: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolSpec] = ()
+    system: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolSpec] = (),
+    server_ratio: float | None = None,
 ) -> tuple[int, int]:
     """``(estimate, uncertain)``: the input tokens of a request (system prompt, tools, messages)
     and how many of them are guessed rather than reported by the server. Once the server reported
@@ -210,7 +252,13 @@ def estimate_input_tokens(
     read 3 298 where the server counted 2 218, and ended the session at its fourth turn); the
     guess for what followed the last report is scaled by how much more the server counted than
     the estimate of what it reported on (never down). A report under half the estimate is not
-    believed below that half."""
+    believed below that half.
+
+    Where no answer of the context reported usage (after a compaction: the answers it kept
+    reported a context that is gone), ``server_ratio`` learnt from an earlier report
+    (:func:`learn_server_ratio`) stands in for one: the system prompt, the tools, the summary and
+    what the compaction kept are counted at that rate; what came after the compaction is scaled
+    by it only upwards, as the guess after a report is."""
     estimates = [estimate_tokens(m) for m in messages]
     by_chars = overhead_tokens(system, tools) + sum(estimates)
     reported, index = _last_report(messages)
@@ -222,6 +270,11 @@ def estimate_input_tokens(
         # The server's count wins over the guess, in both directions, down to half the guess (a
         # report below that is taken for a server that does not count the whole input).
         return max(reported + tail, by_chars // 2), tail
+    if server_ratio is not None:
+        ratio = min(MAX_CORRECTION, max(MIN_SERVER_RATIO, server_ratio))
+        compacted = _compacted_at(messages)
+        new = sum(e for m, e in zip(messages, estimates, strict=True) if compacted and _stamp(m) > compacted)
+        by_chars = math.ceil((by_chars - new) * ratio) + math.ceil(new * max(1.0, ratio))
     return by_chars, by_chars
 
 
@@ -231,10 +284,12 @@ def fit_request(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec] = (),
     wanted: int | None = None,
+    server_ratio: float | None = None,
 ) -> ContextFit:
     """How the request fits ``model.context_window``; ``wanted``: the output asked for (default
-    ``min(maxTokens, 32000)``, pi's, and at most :data:`OUTPUT_SHARE` of the window)."""
-    estimate, uncertain = estimate_input_tokens(system, messages, tools)
+    ``min(maxTokens, 32000)``, pi's, and at most :data:`OUTPUT_SHARE` of the window);
+    ``server_ratio``: the session's learnt server/estimate rate (:func:`estimate_input_tokens`)."""
+    estimate, uncertain = estimate_input_tokens(system, messages, tools, server_ratio)
     window = model.context_window
     margin = TEMPLATE_MARGIN + uncertain // 10
     ceiling = wanted or default_output(model)

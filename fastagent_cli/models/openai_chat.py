@@ -206,7 +206,7 @@ def empty_stream_error(request: ModelRequest) -> ProviderError:
     this way (the reason is only in its log), so when the request fills half the window or more
     the error says that is the likely cause, and is not retried: the same request fails again."""
     model = request.model
-    used, _ = estimate_input_tokens(request.system, request.messages, request.tools)
+    used, _ = estimate_input_tokens(request.system, request.messages, request.tools, request.server_ratio)
     text = f"{model.provider}: the server sent an empty response stream"
     if used * 2 < model.context_window:
         return ProviderError(

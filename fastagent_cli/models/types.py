@@ -126,6 +126,9 @@ class ModelRequest:
     output: OutputFormat | None = None
     """The JSON Schema the answer must match (a structured run), sent the API's native way
     (:func:`fastagent_cli.models.structured.native_mode`)."""
+    server_ratio: float | None = None
+    """What the server counts for a request as a share of the estimate, learnt earlier in the
+    session (:func:`~fastagent_cli.models.context_budget.learn_server_ratio`); ``None``: not yet."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,57 @@ def small_agent(make_agent: AgentFactory, base_url: str) -> Path:
     )
 
 
+TRIP_TOOL = '''"""A tool with a heavy schema: many documented parameters (as many MCP tools have)."""
+
+from fastagent_cli import tool
+
+
+@tool
+async def plan_trip(
+    origin: str,
+    destination: str,
+    depart_date: str,
+    return_date: str,
+    travellers: int = 1,
+    budget_eur: int = 1000,
+    cabin: str = "economy",
+    hotel_stars: int = 3,
+    rail_first: bool = False,
+    dietary_needs: str = "",
+    accessibility: str = "",
+    notes: str = "",
+) -> str:
+    """Plan a trip: transport, lodging and a day-by-day outline, within the budget given.
+
+    Args:
+        origin: The city the travellers leave from, as "City, Country" (for example "Lyon, France").
+        destination: The city they travel to, in the same "City, Country" form as the origin.
+        depart_date: The day of departure, as an ISO date (YYYY-MM-DD), on or after today.
+        return_date: The day of return, as an ISO date (YYYY-MM-DD), on or after depart_date.
+        travellers: How many people travel together (1 to 9); children count as travellers.
+        budget_eur: The total budget in euros for transport and lodging, all travellers included.
+        cabin: The flight cabin when flying: "economy", "premium", "business" or "first".
+        hotel_stars: The least hotel category wanted, from 1 to 5 stars.
+        rail_first: Prefer trains over flights whenever the rail journey takes under six hours.
+        dietary_needs: Dietary needs to plan meals around ("vegetarian", "gluten-free", ...).
+        accessibility: Accessibility needs (step-free access, a wheelchair, assistance at stations).
+        notes: Anything else the planner should know, in the travellers' own words.
+    """
+    return f"planned {origin} -> {destination}"
+'''
+
+
+def heavy_agent(make_agent: AgentFactory, base_url: str) -> Path:
+    """The coding tools and a schema-heavy tool of its own: the fixed part of every request is
+    about half the window, as with a real agent on a 4 096-token local model."""
+    models = {
+        "providers": {"local": {"baseUrl": base_url, "models": [{"id": "small", "contextWindow": WINDOW}]}}
+    }
+    return make_agent(
+        {"models.json": json.dumps(models), "tools/plan_trip.py": TRIP_TOOL}, model="local/small"
+    )
+
+
 async def invoke(run_cli: RunCli, *args: str) -> Any:
     return await asyncio.to_thread(run_cli, "invoke", *args)
 
@@ -100,6 +151,34 @@ async def test_twenty_turns_stay_usable_through_automatic_compaction(
     assert all(f["tokensAfter"] < f["tokensBefore"] for f in finished)
     last_turn = [t for t in user_texts(agent) if t.startswith("20. ")]
     assert len(last_turn) == 1
+
+
+@pytest.mark.timeout(240)
+async def test_twenty_turns_with_heavy_tool_schemas_stay_usable_through_compaction(
+    make_agent: AgentFactory, fake: FakeOpenAI
+) -> None:
+    """The server counts the system prompt and the tool schemas at about three quarters of the
+    estimate (:mod:`tests.fakes.small_window`, ``fixed_chars_per_token=4``). A compaction leaves no
+    answer whose usage measures the context; the estimate alone would then leave no room for an
+    answer and refuse every later turn. What the server counted against the estimate at the last
+    report (learnt again from the record, by a new agent each turn, as ``invoke`` runs) measures
+    it instead."""
+    model = SmallWindowModel(WINDOW, script=lambda prompt: 260, summary_tokens=400, fixed_chars_per_token=4)
+    model.attach(fake)
+    agent = heavy_agent(make_agent, fake.base_url)
+    for turn in range(1, 21):
+        opened = open_agent_dir(agent)  # a new agent reads the session from its file
+        try:
+            terminal = (await drain(opened.agent.invoke("heavy", f"{turn}. {QUESTION}")))[-1]
+        finally:
+            await opened.aclose()
+        assert isinstance(terminal, Completed), f"turn {turn}: {terminal}"
+    records = entries(agent)
+    compactions = [e for e in records if e["type"] == "compaction"]
+    assert len(compactions) >= 2
+    assert not [s for s in model.seen if s[2]]  # the server never refused a request as too long
+    assert all(prompt + asked <= WINDOW for prompt, asked, _ in model.seen)
+    assert len([t for t in user_texts(agent) if t.startswith("20. ")]) == 1
 
 
 @pytest.mark.timeout(240)  # a few CLI processes: minutes on a loaded machine

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastagent_cli.messages import AssistantMessage, Message, UserMessage, empty_usage
+from fastagent_cli.messages import (
+    COMPACTION_SUMMARY_PREFIX,
+    AssistantMessage,
+    Message,
+    UserMessage,
+    empty_usage,
+)
 from fastagent_cli.models.anthropic_request import build_messages_request
 from fastagent_cli.models.context_budget import (
     IMAGE_CHARS,
     MAX_CORRECTION,
+    MIN_SERVER_RATIO,
     estimate_input_tokens,
     estimate_text,
     fit_request,
+    learn_server_ratio,
 )
 from fastagent_cli.models.openai_request import build_chat_request
 from fastagent_cli.models.types import ModelInfo, ModelRequest, ToolSpec
@@ -102,6 +110,49 @@ def test_the_server_count_corrects_the_estimate_of_what_follows() -> None:
     assert estimate_input_tokens("", [first, fewer, later])[0] == 2 * estimate
     cheap = assistant("ok", reported=1)  # an implausibly low count: half the estimate at least
     assert estimate_input_tokens("", [first, cheap])[0] == (estimate + 1) // 2
+
+
+def test_the_server_ratio_measures_a_context_no_answer_reports_on() -> None:
+    schema = ToolSpec("t", "d", {"type": "object", "properties": {"a": {"type": "string"}}})
+    first = user("a" * 400)  # 100 tokens estimated; the system prompt and the schema 100 + 21
+    answer = assistant("b" * 80, reported=0)
+    assert learn_server_ratio("s" * 400, [first], [schema], answer) is None  # no usage, nothing learnt
+    estimate = estimate_input_tokens("s" * 400, [first], [schema])[0] + 20
+    answer = assistant("b" * 80, reported=round(0.75 * estimate))
+    assert learn_server_ratio("s" * 400, [first], [schema], answer) == round(0.75 * estimate) / estimate
+    wild = assistant("b" * 80, reported=1)
+    assert learn_server_ratio("s" * 400, [first], [schema], wild) == MIN_SERVER_RATIO
+    aborted = assistant("b" * 80, reported=500)
+    aborted["stopReason"] = "aborted"
+    assert learn_server_ratio("s" * 400, [first], [schema], aborted) is None
+
+    # After a compaction (the summary stamped 1000) the kept answer (stamped 500) reports a context
+    # that is gone: the learnt rate counts the system prompt, the tools, the summary and what was
+    # kept; the prompt that came after the compaction is never scaled down.
+    summary = user(COMPACTION_SUMMARY_PREFIX + "c" * 400)
+    summary["timestamp"] = 1000
+    kept = assistant("d" * 400, reported=3000)
+    kept["timestamp"] = 500
+    prompt = user("e" * 400)
+    prompt["timestamp"] = 2000
+    context = [summary, kept, prompt]
+    bare, uncertain = estimate_input_tokens("s" * 400, context, [schema])
+    assert bare == uncertain  # the kept report no longer counts
+    before = bare - 100  # all but the prompt
+    assert estimate_input_tokens("s" * 400, context, [schema], 0.75) == (
+        -(-before * 3 // 4) + 100,
+        -(-before * 3 // 4) + 100,
+    )
+    assert estimate_input_tokens("s" * 400, context, [schema], 2.0)[0] == 2 * bare  # upwards: all of it
+    assert estimate_input_tokens("s" * 400, context, [schema], 0.01)[0] == -(-before // 2) + 100
+    fit = fit_request(SMALL, "s" * 400, context, [schema], server_ratio=0.75)
+    assert fit.input_tokens == -(-before * 3 // 4) + 100
+    # where an answer of the context reported usage, its count stands: the ratio plays no part
+    fresh = assistant("f" * 40, reported=900)
+    fresh["timestamp"] = 3000
+    assert estimate_input_tokens("", [*context, fresh], (), 0.75) == estimate_input_tokens(
+        "", [*context, fresh]
+    )
 
 
 def _request(**fields: Any) -> ModelRequest:

@@ -14,11 +14,10 @@ answer anew.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from fastagent_cli.channels.feishu.api import (
@@ -37,18 +36,10 @@ from fastagent_cli.channels.feishu.card import (
     streaming_card,
     utf8_prefix,
 )
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
-from fastagent_cli.channels.kit.preview import (
-    THINKING_PLACEHOLDER,
-    PreviewPump,
-    TurnView,
-    apply_event,
-    progress,
-    revealed_answer,
-    thinking_line,
-)
-from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.preview import THINKING_PLACEHOLDER, progress, revealed_answer, thinking_line
+from fastagent_cli.channels.kit.reply import NO_REPLY, LiveReply
+from fastagent_cli.contract import AgentEvent
 
 __all__ = ["NO_REPLY", "STREAM_THROTTLE_S", "Mounted", "mount_preview", "settle_preview", "stream_reply"]
 
@@ -56,8 +47,6 @@ log = logging.getLogger("fastagent.channel")
 
 STREAM_THROTTLE_S = 1.0
 PROCESS_MAX = 1000
-NO_REPLY = "(no reply)"
-ENDED_EARLY = "the turn ended without completing"
 
 
 @dataclass(slots=True)
@@ -120,21 +109,14 @@ async def settle_preview(api: FeishuApi, target: FeishuTarget, preview: Mounted 
     await api.send_text(target, text)
 
 
-class _Card:
+class _Card(LiveReply[FeishuApi, FeishuTarget]):
     def __init__(self, api: FeishuApi, target: FeishuTarget, preview: Mounted | None, label: str) -> None:
-        self.api = api
-        self.target = target
+        super().__init__(api, target, throttle_s=STREAM_THROTTLE_S, label=label)
         self.preview = preview
         self.mounted = preview is not None
-        self.label = label
-        self.view = TurnView()
         self.frozen = False
         self.last_process = ""
         self.last_answer = ""
-        self.pump = PreviewPump(self.flush, throttle_s=STREAM_THROTTLE_S, on_error=self._failed)
-
-    def _failed(self, error: BaseException) -> None:
-        log.warning("%s live preview failed (the final answer is still sent): %s", self.label, error)
 
     def process(self) -> str:
         text = progress(self.view, thinking_line(self.view, 280))
@@ -177,7 +159,7 @@ async def stream_reply(
     events: AsyncIterator[AgentEvent],
     api: FeishuApi,
     target: FeishuTarget,
-    format_error: Callable[[ChannelFailure], str | None],
+    format_error: OnError,
     preview: Mounted | None,
     label: str,
 ) -> Mounted | None:
@@ -185,38 +167,5 @@ async def stream_reply(
     told), :class:`TurnStopped`, or :class:`FeishuApiError` when the answer could not be delivered."""
     card = _Card(api, target, preview, label)
     card.pump.touch()
-    finished = False
-    try:
-        async for event in events:
-            if isinstance(event, Completed):
-                finished = True
-                await card.settle(card.view.answer if card.view.answer.strip() else NO_REPLY)
-                return card.preview
-            if isinstance(event, Failed):
-                finished = True
-                if event.code == ABORTED_CODE:
-                    await _tell(card, card.view.answer)
-                    raise TurnStopped(event.details)
-                await _tell(
-                    card, format_error(ChannelFailure(event.details, event.retryable, event.code)) or ""
-                )
-                raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
-            if apply_event(card.view, event):
-                card.pump.touch()
-        finished = True
-        await _tell(card, format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-        raise TurnFailed(ENDED_EARLY)
-    except asyncio.CancelledError:
-        finished = True
-        raise
-    finally:
-        if not finished:
-            await _tell(card, format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-        await card.pump.finish()
-
-
-async def _tell(card: _Card, text: str) -> None:
-    try:
-        await card.settle(text)
-    except FeishuApiError as exc:
-        log.warning("%s could not tell the chat the turn failed: %s", card.label, exc)
+    await card.deliver(events, format_error)
+    return card.preview

@@ -11,35 +11,32 @@ from aiohttp import web
 
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
 from fastagent_cli.channels.feishu.intake import FeishuIntake
-from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable, timestamp_fresh
-from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
+from fastagent_cli.channels.kit.routes import Redelivery, WebhookIngress, json_delivery, timestamp_fresh
+from fastagent_cli.serving.body import text_response
 
 __all__ = ["FeishuIngress"]
 
 log = logging.getLogger("fastagent.channel")
 
 
-class FeishuIngress:
-    """The webhook of one mounted channel, in front of its :class:`FeishuIntake`."""
+class FeishuIngress(WebhookIngress[FeishuIntake]):
+    """The webhook of one mounted channel (``POST /feishu`` or ``/lark``), in front of its
+    :class:`FeishuIntake`."""
 
     def __init__(self, intake: FeishuIntake, token: str, encrypt_key: str | None) -> None:
-        self.intake = intake
+        super().__init__(intake)
         self.token = token
         self.key = encrypt_key
         self.label = intake.label
         self.prefix = intake.cloud.env_prefix
-
-    def routes(self) -> ChannelRoutes:
-        route = f"/{self.intake.kind}"
-        return ChannelRoutes({route: self.handle}, start=self.intake.start, close=self.intake.aclose)
+        self.route = f"/{intake.kind}"
+        self.redelivery = Redelivery(self.label, "event", "it will be pushed again")
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        raw = await read_post_body(request)
-        if isinstance(raw, web.Response):
-            return raw
-        outer = json_object_or_400(raw)
-        if isinstance(outer, web.Response):
-            return outer
+        delivery = await json_delivery(request)
+        if isinstance(delivery, web.Response):
+            return delivery
+        raw, outer = delivery
         if isinstance(outer.get("encrypt"), str):
             if not self.key:
                 log.error(
@@ -84,10 +81,6 @@ class FeishuIngress:
             return web.json_response({"challenge": envelope["challenge"]})
         if header.get("event_type") != "im.message.receive_v1":
             return web.Response(status=200)
-        return await acknowledge_when_durable(
-            self.intake.accept(envelope.get("event") or {}),
-            label=self.label,
-            what="event",
-            delivery=header.get("event_id"),
-            again="it will be pushed again",
+        return await self.redelivery.acknowledge(
+            self.intake.accept(envelope.get("event") or {}), header.get("event_id")
         )

@@ -14,37 +14,28 @@ card (:mod:`~fastagent_cli.channels.feishu.deliver`).
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
 from fastagent_cli.channels.feishu.deliver import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.feishu.parse import decode_content
-from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
+from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, Fold
 from fastagent_cli.channels.kit.files import save_attachment
 from fastagent_cli.channels.kit.invoke import (
     REFERENT_MAX_CODE_POINTS,
     ManifestFile,
-    attached_files_manifest,
-    attributed_file_name,
-    missing_attachments_note,
+    attachments_suffix,
     referent,
     truncate,
 )
-from fastagent_cli.channels.kit.lifecycle import (
-    DEFERRED_NOTICE,
-    DROPPED_NOTICE,
-    QUEUED_NOTICE,
-    run_durable_turn,
-)
-from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.lifecycle import QUEUED_NOTICE, SettledNotice, run_durable_turn
+from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
+from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Scope
 from fastagent_cli.errors import one_line
 
@@ -97,17 +88,12 @@ def _sender(sender: Any, app_id: str) -> str | None:
 class FeishuRunner(ChannelRunner[FeishuApi, None]):
     def __init__(
         self,
-        agent: Any,
-        api: FeishuApi,
-        turns: TurnStore,
-        buffers: ContextBuffer,
-        files: Path,
-        format_error: FormatError,
+        parts: RunnerParts[FeishuApi],
         *,
         label: str,
         on_answered: Callable[[TurnRecord, Mounted | None], None],
     ) -> None:
-        super().__init__(agent, api, turns, buffers, files, format_error, label=label)
+        super().__init__(parts, label=label)
         self.on_answered = on_answered
         self.previews: dict[str, Mounted] = {}
 
@@ -126,17 +112,6 @@ class FeishuRunner(ChannelRunner[FeishuApi, None]):
         preview = self.previews.pop(record["id"], None)
         target = target_of(record)
 
-        async def exceeded() -> None:
-            try:
-                await settle_preview(self.api, target, preview, DROPPED_NOTICE)
-            except FeishuApiError as exc:
-                log.warning("%s could not tell the asker a turn was dropped: %s", self.label, exc)
-
-        async def defer() -> None:
-            if preview is not None:
-                with contextlib.suppress(FeishuApiError):
-                    await settle_preview(self.api, target, preview, DEFERRED_NOTICE)
-
         async def execute() -> None:
             fold = self.buffers.peek(record["place"])
             room = self.buffers.peek(record["room_place"]) if record.get("room_place") else Fold("", ())
@@ -145,14 +120,17 @@ class FeishuRunner(ChannelRunner[FeishuApi, None]):
             )
             self.on_answered(record, used)
 
+        settled = SettledNotice(
+            lambda text: settle_preview(self.api, target, preview, text), preview is not None, self.label
+        )
         await run_durable_turn(
             self.turns,
             record,
             label=self.label,
             where=f"chat={record['chat']}",
             execute=execute,
-            on_exceeded=exceeded,
-            on_defer=defer,
+            on_exceeded=settled.exceeded,
+            on_defer=settled.defer,
         )
 
     async def _events(self, record: TurnRecord, fold: Fold, room: Fold) -> AsyncIterator[AgentEvent]:
@@ -224,19 +202,13 @@ class FeishuRunner(ChannelRunner[FeishuApi, None]):
                     loaded_images.append(await self._image(item["msg"], item["key"]))
                 else:
                     saved = await self._file(item["msg"], item["key"], item.get("name"), record["chat"])
-                    manifest.append(
-                        ManifestFile(
-                            attributed_file_name(saved.name, str(item.get("from")), item["msg"]),
-                            saved.size,
-                            saved.path,
-                        )
-                    )
+                    manifest.append(saved.attributed(str(item.get("from")), item["msg"]))
             except (FeishuApiError, OSError) as exc:
                 lost += 1
                 log.warning("%s an earlier (background) attachment did not load: %s", self.label, exc)
         return (
             loaded_images,
-            block + missing_attachments_note(lost) + attached_files_manifest(manifest),
+            block + attachments_suffix(manifest, lost),
             hints,
         )
 

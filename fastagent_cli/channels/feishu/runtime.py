@@ -18,14 +18,12 @@ from fastagent_cli.channels.feishu.parse import buffer_line
 from fastagent_cli.channels.feishu.runner import FeishuRunner, is_turn
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.document import StateDocument
-from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
-from fastagent_cli.channels.kit.invoke import default_error_message
+from fastagent_cli.channels.kit.home import open_channel_state
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.channels.kit.participants import ThreadParticipants
 from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.state.channel_state import channel_home
 
 __all__ = ["BOT_INFO_WAIT_S", "GROUP_CONTEXT_SCOPE", "FeishuRuntime"]
 
@@ -66,12 +64,7 @@ class FeishuRuntime(ChannelRuntime):
         )
         self.run_on(
             FeishuRunner(
-                ctx.agent,
-                self.api,
-                self.turns,
-                self.buffers,
-                channel_home(state_root_of(ctx), cloud.kind) / "files",
-                options.get("on_error") or default_error_message,
+                self.runner_parts(ctx, options.get("on_error")),
                 label=self.label,
                 on_answered=self._answered,
             )

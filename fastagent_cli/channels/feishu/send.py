@@ -6,9 +6,10 @@ turns no channel carries (schedules, wakes). Uses the channel's Open API client 
 
 from __future__ import annotations
 
-from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
+from fastagent_cli.channels.feishu.api import FeishuApi, FeishuTarget
 from fastagent_cli.channels.feishu.card import CARD_MARKDOWN_MAX_BYTES, final_card
 from fastagent_cli.channels.feishu.cloud import FEISHU, LARK, Cloud
+from fastagent_cli.channels.kit import send as kit_send
 
 __all__ = ["feishu_send", "lark_send"]
 
@@ -17,10 +18,9 @@ async def _send(cloud: Cloud, chat_id: str, text: str, markdown: bool, api_base_
     app_id, secret = cloud.env("APP_ID"), cloud.env("APP_SECRET")
     if not app_id or not secret:
         raise ValueError(f"{cloud.env_prefix}_APP_ID and {cloud.env_prefix}_APP_SECRET are not set (in .env)")
-    if not text.strip():
-        raise ValueError("`text` is empty")
+    kit_send.check_text(text)
     api = FeishuApi(cloud.kind, cloud.resolve_api_base(api_base_url), app_id, secret)
-    try:
+    async with kit_send.sending(api):
         if markdown:
             if len(text.encode("utf-8")) > CARD_MARKDOWN_MAX_BYTES:
                 raise ValueError("a Markdown card holds at most 20 KB; send plain text for longer messages")
@@ -28,10 +28,6 @@ async def _send(cloud: Cloud, chat_id: str, text: str, markdown: bool, api_base_
             return f"sent a Markdown card to chat {chat_id}"
         await api.send_text(FeishuTarget(chat_id), text)
         return f"sent a message to chat {chat_id}"
-    except FeishuApiError as exc:
-        raise RuntimeError(str(exc)) from None
-    finally:
-        await api.aclose()
 
 
 async def feishu_send(

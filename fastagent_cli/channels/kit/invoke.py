@@ -7,7 +7,7 @@
   ``on_completed`` runs at the ``completed`` event: the commit point of durable channel state.
 * :class:`ChannelFailure` and :func:`default_error_message`: the user-facing failure text (K12).
 * :func:`attached_files_manifest`, :func:`missing_attachments_note`, :func:`attributed_file_name`:
-  prompt suffixes that state facts (K13).
+  prompt suffixes that state facts (K13); :func:`attachments_suffix` is the note, then the manifest.
 * :func:`referent`: a quoted message, whole up to :data:`REFERENT_MAX_CODE_POINTS` (K14).
 """
 
@@ -32,6 +32,7 @@ __all__ = [
     "ManifestFile",
     "OnError",
     "attached_files_manifest",
+    "attachments_suffix",
     "attributed_file_name",
     "default_error_message",
     "missing_attachments_note",
@@ -128,6 +129,15 @@ class ManifestFile:
     name: str
     size: int
     path: str
+
+    def attributed(self, sender: str, message: str | int | None = None) -> ManifestFile:
+        """The same file shown as a buffered one (see :func:`attributed_file_name`)."""
+        return ManifestFile(attributed_file_name(self.name, sender, message), self.size, self.path)
+
+
+def attachments_suffix(files: Sequence[ManifestFile], missing: int) -> str:
+    """What follows a prompt for its attachments: the note on ``missing`` ones, then the manifest."""
+    return missing_attachments_note(missing) + attached_files_manifest(files)
 
 
 def attached_files_manifest(files: Sequence[ManifestFile]) -> str:

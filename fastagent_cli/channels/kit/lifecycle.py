@@ -14,7 +14,9 @@ its session's FIFO order:
    mid-turn) keeps it, so the next start replays it.
 
 While a turn waits behind another of its session, its runner posts :data:`QUEUED_NOTICE` in a
-task that :class:`QueuedNotices` holds until the turn runs (or the channel closes).
+task that :class:`QueuedNotices` holds until the turn runs (or the channel closes). A runner
+whose notice can be edited into other text takes ``on_exceeded`` and ``on_defer`` from
+:class:`SettledNotice`.
 
 Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms)``, ``turn failed …``.
 """
@@ -22,9 +24,11 @@ Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
@@ -36,6 +40,7 @@ __all__ = [
     "DROPPED_NOTICE",
     "QUEUED_NOTICE",
     "QueuedNotices",
+    "SettledNotice",
     "TurnFailed",
     "TurnStopped",
     "run_durable_turn",
@@ -73,6 +78,29 @@ class TurnFailed(Exception):
 
 class TurnStopped(Exception):
     """The turn was aborted by a stop command."""
+
+
+@dataclass(frozen=True, slots=True)
+class SettledNotice:
+    """``on_exceeded`` / ``on_defer`` for a runner where ``settle(text)`` turns the asker's queue
+    notice into ``text`` (or posts ``text`` when there is none): a dropped turn settles into
+    :data:`DROPPED_NOTICE`, a deferred start into :data:`DEFERRED_NOTICE` when there is a notice
+    (``noticed``). A platform error is logged (dropped) or ignored (deferred), never raised."""
+
+    settle: Callable[[str], Awaitable[None]]
+    noticed: bool
+    label: str
+
+    async def exceeded(self) -> None:
+        try:
+            await self.settle(DROPPED_NOTICE)
+        except ChannelApiError as exc:
+            log.warning("%s could not tell the asker a turn was dropped: %s", self.label, exc)
+
+    async def defer(self) -> None:
+        if self.noticed:
+            with contextlib.suppress(ChannelApiError):
+                await self.settle(DEFERRED_NOTICE)
 
 
 async def run_durable_turn(

@@ -6,10 +6,12 @@ after (stop its background turns). :class:`ChannelRoutes` is that dict with two 
 coroutines the host awaits: :meth:`~ChannelRoutes.start` once, before listening (a failure there is
 a fatal channel error, like a broken file), and :meth:`~ChannelRoutes.aclose` on shutdown.
 
-The checks every webhook shares live here too: a presented secret compared in constant time
+The checks every webhook shares live here too: the body read as a JSON object
+(:func:`json_delivery`), a presented secret compared in constant time
 (:func:`secret_matches`) and a signed request's timestamp within :data:`MAX_SIGNATURE_AGE_S` of now
 (:func:`timestamp_fresh`: a replayed capture is refused), and the acknowledgement that comes only once
-what a delivery causes is durable (:func:`acknowledge_when_durable`).
+what a delivery causes is durable (:meth:`Redelivery.acknowledge`). :class:`WebhookIngress` is the
+base of every platform's ingress: its route in front of the intake.
 """
 
 from __future__ import annotations
@@ -19,20 +21,24 @@ import hmac
 import logging
 import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
 
 from fastagent_cli.channels.kit.journal import StateWriteError
-from fastagent_cli.serving.body import text_response
+from fastagent_cli.serving.body import json_object_or_400, read_body_or_413, read_post_body, text_response
 
 __all__ = [
     "MAX_SIGNATURE_AGE_S",
     "ChannelRoutes",
+    "Redelivery",
     "Route",
-    "acknowledge_when_durable",
+    "WebhookIngress",
     "decide_route",
+    "json_delivery",
     "secret_matches",
     "timestamp_fresh",
 ]
@@ -71,6 +77,19 @@ class ChannelRoutes(dict[str, Any]):
             await self._close()
 
 
+async def json_delivery(
+    request: web.BaseRequest, *, method_checked: bool = False
+) -> tuple[bytes, dict[str, Any]] | web.Response:
+    """A webhook delivery's body and the JSON object it holds, or the refusal to answer: ``405`` for
+    a method other than POST (unless the caller checked it already), ``413`` over the body cap
+    (the connection closed after it), ``400`` for a body that is not a JSON object."""
+    raw = await (read_body_or_413(request) if method_checked else read_post_body(request))
+    if isinstance(raw, web.Response):
+        return raw
+    payload = json_object_or_400(raw)
+    return payload if isinstance(payload, web.Response) else (raw, payload)
+
+
 def secret_matches(given: str | None, expected: str) -> bool:
     """Constant-time comparison of a presented secret (a missing one never matches)."""
     if given is None:
@@ -87,18 +106,56 @@ def timestamp_fresh(timestamp: str | None, now: float | None = None) -> bool:
     return abs(int(current) - int(timestamp)) <= MAX_SIGNATURE_AGE_S
 
 
-async def acknowledge_when_durable(
-    accepting: Awaitable[None], *, label: str, what: str, delivery: object, again: str
-) -> web.Response:
-    """``200`` once ``accepting`` (shielded: a client that hangs up does not cut it short) has made
-    the delivery's effects durable; ``500 "cannot persist the <what>"`` when a state write failed,
-    so the platform delivers it again (``again`` says how, in the log line)."""
-    try:
-        await asyncio.shield(accepting)
-    except StateWriteError as exc:
-        log.error("%s could not persist %s %s, so %s: %s", label, what, delivery, again, exc)
-        return text_response(f"cannot persist the {what}\n", 500)
-    return web.Response(status=200)
+@dataclass(frozen=True, slots=True)
+class Redelivery:
+    """How a platform's webhook deliveries are acknowledged, and how one comes again when it is not:
+    ``label`` (the channel's log label), ``what`` one delivery is called (``"update"``,
+    ``"event"``), ``again`` (how it comes again, for the log line)."""
+
+    label: str
+    what: str
+    again: str
+
+    async def acknowledge(self, accepting: Awaitable[None], delivery: object) -> web.Response:
+        """``200`` once ``accepting`` (shielded: a client that hangs up does not cut it short) has
+        made the delivery's effects durable; ``500 "cannot persist the <what>"`` when a state write
+        failed, so the platform delivers it again."""
+        try:
+            await asyncio.shield(accepting)
+        except StateWriteError as exc:
+            log.error(
+                "%s could not persist %s %s, so %s: %s", self.label, self.what, delivery, self.again, exc
+            )
+            return text_response(f"cannot persist the {self.what}\n", 500)
+        return web.Response(status=200)
+
+
+class _Intake(Protocol):
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+IntakeT = TypeVar("IntakeT", bound=_Intake)
+
+
+class WebhookIngress(ABC, Generic[IntakeT]):
+    """The base of a platform's webhook ingress: the one :attr:`route` of a mounted channel, in
+    front of its intake (started before the host listens, closed on shutdown); the platform's
+    checks live in :meth:`handle`, its acknowledgement in :attr:`redelivery`."""
+
+    route: str
+    redelivery: Redelivery
+
+    def __init__(self, intake: IntakeT) -> None:
+        self.intake = intake
+
+    def routes(self) -> ChannelRoutes:
+        return ChannelRoutes({self.route: self.handle}, start=self.intake.start, close=self.intake.aclose)
+
+    @abstractmethod
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """One delivery: the platform's checks, then the intake's acceptance."""
 
 
 def decide_route(

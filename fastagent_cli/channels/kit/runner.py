@@ -2,10 +2,11 @@
 
 A platform runner says how it tells an asker that a turn is queued (:meth:`ChannelRunner.notice`),
 runs a turn on :func:`~fastagent_cli.channels.kit.lifecycle.run_durable_turn` and renders the
-answer its own way. What is the same everywhere lives here: the runner's parts (the agent, the
-platform client, the turn store, the context buffers, the attachment folder, the ``on_error``
-wording), the queued notices, and :meth:`ChannelRunner.answer`, the Agent's events for one turn:
-the discussion buffered since the last answer folded in before the prompt, and on ``completed``
+answer its own way. What is the same everywhere lives here: the runner's parts
+(:class:`RunnerParts`: the agent, the platform client, the turn store, the context buffers, the
+attachment folder, the ``on_error`` wording), the queued notices, and
+:meth:`ChannelRunner.answer`, the Agent's events for one turn: the discussion buffered since the
+last answer folded in before the prompt, and on ``completed``
 the intent removed first (a crash after it does not replay the turn), then the fold committed (a
 crash before it only folds the discussion once more).
 """
@@ -14,16 +15,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
 from fastagent_cli.channels.kit.invoke import OnError, stream_turn
-from fastagent_cli.channels.kit.lifecycle import QueuedNotices
+from fastagent_cli.channels.kit.lifecycle import (
+    QueuedNotices,
+)
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.contract import AgentEvent, ImageRef, Prompt, Scope
 
-__all__ = ["ChannelRunner", "FormatError", "folded"]
+__all__ = ["ChannelRunner", "FormatError", "RunnerParts", "folded"]
 
 ApiT = TypeVar("ApiT")
 NoticeT = TypeVar("NoticeT")
@@ -36,26 +40,31 @@ def folded(text: str, fold: Fold) -> str:
     return f"[recent group discussion:\n{fold.text}\n]\n\n{text}" if fold.text else text
 
 
+@dataclass(frozen=True, slots=True)
+class RunnerParts(Generic[ApiT]):
+    """What a platform runner runs on, built by its runtime
+    (:meth:`~fastagent_cli.channels.kit.runtime.ChannelRuntime.runner_parts`)."""
+
+    agent: Any
+    api: ApiT
+    turns: TurnStore
+    buffers: ContextBuffer
+    files: Path
+    """Where the turns' attachments are saved (``<channel home>/files``)."""
+    format_error: FormatError
+    """``on_error``: the text a user reads when a turn fails (``""``: say nothing)."""
+
+
 class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
     """What every platform runner holds and does the same way (see the module doc)."""
 
-    def __init__(
-        self,
-        agent: Any,
-        api: ApiT,
-        turns: TurnStore,
-        buffers: ContextBuffer,
-        files: Path,
-        format_error: FormatError,
-        *,
-        label: str,
-    ) -> None:
-        self.agent = agent
-        self.api = api
-        self.turns = turns
-        self.buffers = buffers
-        self.files = files
-        self.format_error = format_error
+    def __init__(self, parts: RunnerParts[ApiT], *, label: str) -> None:
+        self.agent = parts.agent
+        self.api = parts.api
+        self.turns = parts.turns
+        self.buffers = parts.buffers
+        self.files = parts.files
+        self.format_error = parts.format_error
         self.label = label
         self.notices: QueuedNotices[NoticeT] = QueuedNotices()
 

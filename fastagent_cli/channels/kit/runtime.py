@@ -16,10 +16,15 @@ import logging
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, Protocol, TypeVar
 
+from fastagent_cli.channels.kit.context_buffer import ContextBuffer
+from fastagent_cli.channels.kit.home import state_root_of
+from fastagent_cli.channels.kit.invoke import OnError, default_error_message
+from fastagent_cli.channels.kit.runner import RunnerParts
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ServeError
+from fastagent_cli.state.channel_state import channel_home
 
 __all__ = [
     "BackgroundTasks",
@@ -117,6 +122,15 @@ class ChannelRuntime:
     store: Any
     api: Any
     turns: TurnStore
+    buffers: ContextBuffer
+
+    def runner_parts(self, ctx: Any, on_error: OnError | None) -> RunnerParts[Any]:
+        """The runner's parts: the agent, this runtime's client, turns and buffers, the channel's
+        attachment folder, and ``on_error`` (the kit's default wording when unset)."""
+        files = channel_home(state_root_of(ctx), self.kind) / "files"
+        return RunnerParts(
+            ctx.agent, self.api, self.turns, self.buffers, files, on_error or default_error_message
+        )
 
     def run_on(self, runner: _Runner) -> None:
         self.runner = runner

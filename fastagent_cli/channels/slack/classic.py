@@ -11,18 +11,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
 
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
-from fastagent_cli.channels.kit.preview import (
-    THINKING_PLACEHOLDER,
-    PreviewPump,
-    TurnView,
-    apply_event,
-    progress,
-    revealed_answer,
-)
+from fastagent_cli.channels.kit.preview import THINKING_PLACEHOLDER, progress, revealed_answer
+from fastagent_cli.channels.kit.reply import LiveReply
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
 from fastagent_cli.channels.slack.markdown import (
     MAX_MARKDOWN,
@@ -31,41 +22,25 @@ from fastagent_cli.channels.slack.markdown import (
     sanitize_markdown,
     with_footer,
 )
-from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed, Text
+from fastagent_cli.contract import AgentEvent, Text
 
-__all__ = ["CLASSIC_UPDATE_INTERVAL_S", "ENDED_EARLY", "ClassicReply"]
+__all__ = ["CLASSIC_UPDATE_INTERVAL_S", "ClassicReply"]
 
 log = logging.getLogger("fastagent.channel")
 
 CLASSIC_UPDATE_INTERVAL_S = 3.0
-ENDED_EARLY = "the turn ended without completing"
-
-FormatError = Callable[[ChannelFailure], "str | None"]
 
 
-class ClassicReply:
+class ClassicReply(LiveReply[SlackApi, SlackTarget]):
     def __init__(
-        self,
-        api: SlackApi,
-        target: SlackTarget,
-        format_error: FormatError,
-        disclaimer: str | None,
-        preview_ts: str | None,
+        self, api: SlackApi, target: SlackTarget, disclaimer: str | None, preview_ts: str | None
     ) -> None:
-        self.api = api
-        self.target = target
-        self.format_error = format_error
+        super().__init__(api, target, throttle_s=CLASSIC_UPDATE_INTERVAL_S, label="[slack]")
         self.disclaimer = disclaimer
         self.preview_ts = preview_ts
         self.posted = preview_ts is not None
-        self.view = TurnView()
         self.last_text = ""
         self.last_write = time.monotonic() if preview_ts else float("-inf")
-        self.pump = PreviewPump(self.flush, throttle_s=CLASSIC_UPDATE_INTERVAL_S, on_error=self._failed)
-
-    @staticmethod
-    def _failed(error: BaseException) -> None:
-        log.warning("[slack] live preview failed (the final answer is still sent): %s", error)
 
     def render(self) -> str:
         answer = sanitize_markdown(revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S))
@@ -113,40 +88,12 @@ class ClassicReply:
             return
         await self.api.send_markdown(self.target, markdown)
 
-    async def _tell(self, text: str) -> None:
-        try:
-            await self.finalize(sanitize_markdown(text))
-        except SlackApiError as exc:
-            log.warning("[slack] could not tell the thread the turn failed: %s", exc)
+    async def settle(self, text: str) -> None:
+        await self.finalize(sanitize_markdown(text))
 
-    async def run(self, events: AsyncIterator[AgentEvent]) -> None:
-        finished = False
-        try:
-            async for event in events:
-                if isinstance(event, Completed):
-                    finished = True
-                    await self.finalize(sanitize_markdown(with_footer(self.view.answer, self.disclaimer)))
-                    return
-                if isinstance(event, Failed):
-                    finished = True
-                    if event.code == ABORTED_CODE:
-                        await self._tell(self.view.answer)
-                        raise TurnStopped(event.details)
-                    await self._tell(
-                        self.format_error(ChannelFailure(event.details, event.retryable, event.code)) or ""
-                    )
-                    raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
-                if apply_event(self.view, event) and (
-                    not isinstance(event, Text) or revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S)
-                ):
-                    self.pump.touch()
-            finished = True
-            await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-            raise TurnFailed(ENDED_EARLY)
-        except asyncio.CancelledError:
-            finished = True
-            raise
-        finally:
-            if not finished:
-                await self._tell(self.format_error(ChannelFailure(ENDED_EARLY, False)) or "")
-            await self.pump.finish()
+    async def complete(self) -> None:
+        await self.settle(with_footer(self.view.answer, self.disclaimer))
+
+    def touches(self, event: AgentEvent) -> bool:
+        """A text delta repaints only once some answer is revealed (the first one is posted whole)."""
+        return not isinstance(event, Text) or bool(revealed_answer(self.view, CLASSIC_UPDATE_INTERVAL_S))

@@ -23,14 +23,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from fastagent_cli.channels.kit.invoke import ChannelFailure
+from fastagent_cli.channels.kit.invoke import ChannelFailure, OnError
 from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
 from fastagent_cli.channels.kit.preview import humanize_tool_name, summarize_tool_args
+from fastagent_cli.channels.kit.reply import ENDED_EARLY
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget, native_unavailable
-from fastagent_cli.channels.slack.classic import CLASSIC_UPDATE_INTERVAL_S, ENDED_EARLY, ClassicReply
+from fastagent_cli.channels.slack.classic import CLASSIC_UPDATE_INTERVAL_S, ClassicReply
 from fastagent_cli.channels.slack.markdown import (
     MAX_MARKDOWN,
     NO_REPLY,
@@ -64,8 +65,6 @@ WORKING_STATUS = "is working on your request…"
 RETRY_STATUS = "hit a temporary problem — retrying…"
 STREAM_STOPPED = "⚠️ The response stream stopped unexpectedly. Please try again."
 
-FormatError = Callable[[ChannelFailure], "str | None"]
-
 
 async def settle_notice(api: SlackApi, target: SlackTarget, preview_ts: str | None, text: str) -> None:
     """Turn a queue notice into ``text`` (or post ``text`` when there is none)."""
@@ -79,7 +78,7 @@ async def render_reply(
     events: AsyncIterator[AgentEvent],
     api: SlackApi,
     target: SlackTarget,
-    format_error: FormatError,
+    format_error: OnError,
     *,
     rendering: str,
     preview_ts: str | None = None,
@@ -93,12 +92,12 @@ async def render_reply(
     else:
         if rendering == "native":
             log.info("[slack] a top-level reply cannot stream natively: using the classic renderer")
-        await ClassicReply(api, target, format_error, disclaimer, preview_ts).run(events)
+        await ClassicReply(api, target, disclaimer, preview_ts).deliver(events, format_error)
 
 
 class _Native:
     def __init__(
-        self, api: SlackApi, target: SlackTarget, format_error: FormatError, disclaimer: str | None
+        self, api: SlackApi, target: SlackTarget, format_error: OnError, disclaimer: str | None
     ) -> None:
         self.api = api
         self.target = target

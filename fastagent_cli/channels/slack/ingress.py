@@ -7,7 +7,7 @@ import logging
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable
+from fastagent_cli.channels.kit.routes import Redelivery, WebhookIngress
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.verify import verify_slack_signature
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
@@ -19,14 +19,14 @@ log = logging.getLogger("fastagent.channel")
 ROUTE = "/slack"
 
 
-class SlackIngress:
+class SlackIngress(WebhookIngress[SlackIntake]):
     """The webhook of one mounted channel, in front of its :class:`SlackIntake`."""
 
-    def __init__(self, intake: SlackIntake) -> None:
-        self.intake = intake
+    route = ROUTE
+    redelivery = Redelivery("[slack]", "event", "Slack will deliver it again")
 
-    def routes(self) -> ChannelRoutes:
-        return ChannelRoutes({ROUTE: self.handle}, start=self.intake.start, close=self.intake.aclose)
+    def __init__(self, intake: SlackIntake) -> None:
+        super().__init__(intake)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = await read_post_body(request)
@@ -62,10 +62,4 @@ class SlackIngress:
                 envelope.get("event_id"),
             )
             return text_response("slack authentication unavailable\n", 503)
-        return await acknowledge_when_durable(
-            self.intake.accept(envelope),
-            label="[slack]",
-            what="event",
-            delivery=envelope.get("event_id"),
-            again="Slack will deliver it again",
-        )
+        return await self.redelivery.acknowledge(self.intake.accept(envelope), envelope.get("event_id"))

@@ -19,25 +19,18 @@ import logging
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from typing import Any
 
-from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, ContextBuffer, Fold
+from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, Fold
 from fastagent_cli.channels.kit.files import save_attachment
-from fastagent_cli.channels.kit.invoke import (
-    ManifestFile,
-    attached_files_manifest,
-    attributed_file_name,
-    missing_attachments_note,
-)
+from fastagent_cli.channels.kit.invoke import ManifestFile, attachments_suffix
 from fastagent_cli.channels.kit.lifecycle import (
-    DEFERRED_NOTICE,
     DROPPED_NOTICE,
     QUEUED_NOTICE,
+    SettledNotice,
     run_durable_turn,
 )
-from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
+from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
 from fastagent_cli.channels.slack.deliver import render_reply, settle_notice
 from fastagent_cli.contract import AgentEvent, Failed, ImageRef
@@ -82,19 +75,14 @@ def _message_of(record: TurnRecord) -> tuple[str, str] | None:
 class SlackRunner(ChannelRunner[SlackApi, None]):
     def __init__(
         self,
-        agent: Any,
-        api: SlackApi,
-        turns: TurnStore,
-        buffers: ContextBuffer,
-        files: Path,
-        format_error: FormatError,
+        parts: RunnerParts[SlackApi],
         *,
         rendering: str,
         disclaimer: str | None,
         reactions: tuple[str, str] | None,
         ready: Callable[[], Awaitable[bool]],
     ) -> None:
-        super().__init__(agent, api, turns, buffers, files, format_error, label="[slack]")
+        super().__init__(parts, label="[slack]")
         self.rendering = rendering
         self.disclaimer = disclaimer
         self.reactions = reactions
@@ -125,25 +113,18 @@ class SlackRunner(ChannelRunner[SlackApi, None]):
             return
         target = target_of(record)
 
-        async def exceeded() -> None:
-            try:
-                await settle_notice(self.api, target, record.get("preview"), DROPPED_NOTICE)
-            except SlackApiError as exc:
-                log.warning("[slack] could not tell the asker a turn was dropped: %s", exc)
-
-        async def defer() -> None:
-            if record.get("preview"):
-                with contextlib.suppress(SlackApiError):
-                    await settle_notice(self.api, target, record["preview"], DEFERRED_NOTICE)
-
+        preview = record.get("preview")
+        settled = SettledNotice(
+            lambda text: settle_notice(self.api, target, preview, text), bool(preview), "[slack]"
+        )
         await run_durable_turn(
             self.turns,
             record,
             label="[slack]",
             where=f"channel={record['channel']}",
             execute=lambda: self._execute(record, target),
-            on_exceeded=exceeded,
-            on_defer=defer,
+            on_exceeded=settled.exceeded,
+            on_defer=settled.defer,
         )
 
     async def _execute(self, record: TurnRecord, target: SlackTarget) -> None:
@@ -202,11 +183,9 @@ class SlackRunner(ChannelRunner[SlackApi, None]):
                 log.warning("[slack] an earlier (buffered) file did not load: %s", exc)
                 continue
             if isinstance(resolved, ManifestFile):
-                resolved = ManifestFile(
-                    attributed_file_name(resolved.name, sender, msg), resolved.size, resolved.path
-                )
+                resolved = resolved.attributed(sender, msg)
             self._resolved(resolved, images, files)
-        return images, missing_attachments_note(lost + skipped) + attached_files_manifest(files)
+        return images, attachments_suffix(files, lost + skipped)
 
     @staticmethod
     def _resolved(item: ImageRef | ManifestFile, images: list[ImageRef], files: list[ManifestFile]) -> None:

@@ -13,8 +13,7 @@ import time
 from typing import Any, Protocol
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
-from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
-from fastagent_cli.channels.kit.invoke import default_error_message
+from fastagent_cli.channels.kit.home import open_channel_state
 from fastagent_cli.channels.kit.participants import ThreadParticipants
 from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
@@ -24,7 +23,6 @@ from fastagent_cli.channels.slack.bot_auth import BotToken
 from fastagent_cli.channels.slack.parse import buffer_line
 from fastagent_cli.channels.slack.runner import SlackRunner, is_turn
 from fastagent_cli.errors import ServeError
-from fastagent_cli.state.channel_state import channel_home
 
 
 class SlackOptions(Protocol):
@@ -98,12 +96,7 @@ class SlackRuntime(ChannelRuntime):
         self.welcomed = _Welcomed(store, label="[slack]", capacity=100_000)
         self.run_on(
             SlackRunner(
-                ctx.agent,
-                self.api,
-                self.turns,
-                self.buffers,
-                channel_home(state_root_of(ctx), KIND) / "files",
-                o.get("on_error") or default_error_message,
+                self.runner_parts(ctx, o.get("on_error")),
                 rendering=o.get("rendering", "native"),
                 disclaimer=o.get("ai_disclaimer"),
                 reactions=reactions,

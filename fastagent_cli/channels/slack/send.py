@@ -10,13 +10,12 @@ Slack completed the upload but the answer was lost, an explicit retry may post i
 
 from __future__ import annotations
 
-import asyncio
-import os
 from pathlib import Path
 
 import httpx
 
-from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
+from fastagent_cli.channels.kit import send as kit_send
+from fastagent_cli.channels.slack.api import SlackApi, SlackTarget
 from fastagent_cli.channels.slack.markdown import MAX_MARKDOWN
 
 __all__ = ["MAX_UPLOAD_BYTES", "slack_send"]
@@ -35,16 +34,12 @@ async def slack_send(
     api_base_url: str | None = None,
 ) -> str:
     """Send ``text`` or the file at ``path`` (exactly one) to ``channel``; a sentence saying what was sent."""
-    token = bot_token or os.environ.get("SLACK_BOT_TOKEN", "")
-    if not token:
-        raise ValueError("SLACK_BOT_TOKEN is not set (the app's Bot User OAuth token, in .env)")
-    if (text is None) == (path is None):
-        raise ValueError("pass exactly one of `text` (a message) or `path` (a file)")
+    token = kit_send.bot_token(bot_token, "SLACK_BOT_TOKEN", "the app's Bot User OAuth token, in .env")
+    kit_send.exactly_one(text, path)
     api = SlackApi(token, api_base_url)
-    try:
+    async with kit_send.sending(api):
         if text is not None:
-            if not text.strip():
-                raise ValueError("`text` is empty")
+            kit_send.check_text(text)
             if len(text) > MAX_MARKDOWN:
                 raise ValueError(
                     f"`text` is {len(text)} characters; Slack messages here take at most {MAX_MARKDOWN}"
@@ -52,19 +47,10 @@ async def slack_send(
             await api.post(SlackTarget(channel, thread_ts), markdown=text)
             return f"sent a message to {channel}" + (f" (thread {thread_ts})" if thread_ts else "")
         return await _upload(api, channel, Path(str(path)), thread_ts, title)
-    except SlackApiError as exc:
-        raise RuntimeError(str(exc)) from None
-    finally:
-        await api.aclose()
 
 
 async def _upload(api: SlackApi, channel: str, path: Path, thread_ts: str | None, title: str | None) -> str:
-    if not path.is_absolute():
-        raise ValueError(f"`path` must be absolute, not {path}")
-    try:
-        content = await asyncio.to_thread(path.read_bytes)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    content = await kit_send.read_upload(path)
     if not content:
         raise ValueError(f"{path.name} is empty; Slack refuses empty uploads")
     if len(content) > MAX_UPLOAD_BYTES:

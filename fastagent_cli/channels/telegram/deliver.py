@@ -20,20 +20,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
-from fastagent_cli.channels.kit.invoke import ChannelFailure
-from fastagent_cli.channels.kit.lifecycle import TurnFailed, TurnStopped
-from fastagent_cli.channels.kit.preview import (
-    THINKING_PLACEHOLDER,
-    PreviewPump,
-    TurnView,
-    apply_event,
-    progress,
-    revealed_answer,
-    thinking_line,
-)
+from fastagent_cli.channels.kit.invoke import OnError
+from fastagent_cli.channels.kit.preview import THINKING_PLACEHOLDER, progress, revealed_answer, thinking_line
+from fastagent_cli.channels.kit.reply import NO_REPLY, LiveReply
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.html import MAX_MESSAGE, telegram_html, utf16_len
-from fastagent_cli.contract import ABORTED_CODE, AgentEvent, Completed, Failed
+from fastagent_cli.contract import AgentEvent
 
 __all__ = [
     "EDIT_THROTTLE_S",
@@ -47,26 +39,19 @@ log = logging.getLogger("fastagent.channel")
 EDIT_THROTTLE_S = 1.5
 FINAL_MIN_GAP_S = 1.2
 THINKING_TAIL = 280
-NO_REPLY = "(no reply)"
-ENDED_EARLY = "the turn ended without completing"
-
-FormatError = Callable[[ChannelFailure], "str | None"]
 
 
-class _Reply:
+class _Reply(LiveReply[BotApi, Target]):
     def __init__(
         self, api: BotApi, target: Target, preview_id: int | None, on_preview: Callable[[int], None] | None
     ) -> None:
+        super().__init__(api, target, throttle_s=EDIT_THROTTLE_S, label="[telegram]")
         self.on_preview = on_preview
-        self.api = api
-        self.target = target
         self.message_id = preview_id
         self.sent_placeholder = preview_id is not None
-        self.view = TurnView()
         self.last_text = ""
         self.last_edit = float("-inf")
         """When the last preview edit started: the answer never follows one closer than the gap."""
-        self.pump = PreviewPump(self.flush, throttle_s=EDIT_THROTTLE_S, on_error=self._preview_failed)
 
     def render(self) -> str:
         answer = revealed_answer(self.view, EDIT_THROTTLE_S)
@@ -95,11 +80,7 @@ class _Reply:
         if self.on_preview is not None:
             self.on_preview(self.message_id)
 
-    @staticmethod
-    def _preview_failed(error: BaseException) -> None:
-        log.warning("[telegram] live preview failed (the final answer is still sent): %s", error)
-
-    async def finalize(self, text: str, *, html: bool = True) -> None:
+    async def settle(self, text: str, *, html: bool = True) -> None:
         """Turn the preview into ``text`` (see the module doc); an empty ``text`` deletes it."""
         await self.pump.finish()
         if not text.strip():
@@ -139,7 +120,7 @@ async def stream_reply(
     events: AsyncIterator[AgentEvent],
     api: BotApi,
     target: Target,
-    format_error: FormatError,
+    format_error: OnError,
     preview_id: int | None = None,
     on_preview: Callable[[int], None] | None = None,
 ) -> None:
@@ -149,38 +130,4 @@ async def stream_reply(
     could not be delivered. Cancelled (the process is stopping), it writes nothing more."""
     reply = _Reply(api, target, preview_id, on_preview)
     reply.pump.touch()  # the placeholder, at once
-    finished = False
-    try:
-        async for event in events:
-            if isinstance(event, Completed):
-                finished = True
-                await reply.finalize(reply.view.answer if reply.view.answer.strip() else NO_REPLY)
-                return
-            if isinstance(event, Failed) and event.code == ABORTED_CODE:
-                finished = True  # /stop: keep what was answered so far, else leave nothing behind
-                await _tell(reply, reply.view.answer)
-                raise TurnStopped(event.details)
-            if isinstance(event, Failed):
-                finished = True
-                failure = ChannelFailure(event.details, event.retryable, event.code)
-                await _tell(reply, format_error(failure))
-                raise TurnFailed(f"{event.details} (retryable={str(event.retryable).lower()})")
-            if apply_event(reply.view, event):
-                reply.pump.touch()
-        finished = True
-        await _tell(reply, format_error(ChannelFailure(ENDED_EARLY, False)))
-        raise TurnFailed(ENDED_EARLY)
-    except asyncio.CancelledError:
-        finished = True
-        raise
-    finally:
-        if not finished:  # the event stream raised: still tell the user something
-            await _tell(reply, format_error(ChannelFailure(ENDED_EARLY, False)))
-        await reply.pump.finish()
-
-
-async def _tell(reply: _Reply, text: str | None) -> None:
-    try:
-        await reply.finalize(text or "")
-    except TelegramApiError as exc:
-        log.warning("[telegram] could not tell the chat the turn failed: %s", exc)
+    await reply.deliver(events, format_error)

@@ -7,9 +7,9 @@ import logging
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable, secret_matches
+from fastagent_cli.channels.kit.routes import Redelivery, WebhookIngress, json_delivery, secret_matches
 from fastagent_cli.channels.telegram.intake import TelegramIntake
-from fastagent_cli.serving.body import json_object_or_400, read_body_or_413, refuse_method, text_response
+from fastagent_cli.serving.body import refuse_method, text_response
 
 __all__ = ["ROUTE", "TelegramIngress"]
 
@@ -18,15 +18,15 @@ log = logging.getLogger("fastagent.channel")
 ROUTE = "/telegram"
 
 
-class TelegramIngress:
+class TelegramIngress(WebhookIngress[TelegramIntake]):
     """The webhook of one mounted channel, in front of its :class:`TelegramIntake`."""
 
-    def __init__(self, intake: TelegramIntake, secret: str) -> None:
-        self.intake = intake
-        self.secret = secret
+    route = ROUTE
+    redelivery = Redelivery("[telegram]", "update", "Telegram will deliver it again")
 
-    def routes(self) -> ChannelRoutes:
-        return ChannelRoutes({ROUTE: self.handle}, start=self.intake.start, close=self.intake.aclose)
+    def __init__(self, intake: TelegramIntake, secret: str) -> None:
+        super().__init__(intake)
+        self.secret = secret
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         refused = refuse_method(request)
@@ -34,16 +34,8 @@ class TelegramIngress:
             return refused
         if not secret_matches(request.headers.get("x-telegram-bot-api-secret-token"), self.secret):
             return text_response("invalid secret token\n", 401)
-        raw = await read_body_or_413(request)
-        if isinstance(raw, web.Response):
-            return raw
-        update = json_object_or_400(raw)
-        if isinstance(update, web.Response):
-            return update
-        return await acknowledge_when_durable(
-            self.intake.accept(update),
-            label="[telegram]",
-            what="update",
-            delivery=update.get("update_id"),
-            again="Telegram will deliver it again",
-        )
+        delivery = await json_delivery(request, method_checked=True)
+        if isinstance(delivery, web.Response):
+            return delivery
+        _, update = delivery
+        return await self.redelivery.acknowledge(self.intake.accept(update), update.get("update_id"))

@@ -24,12 +24,7 @@ from typing import Any
 
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX
 from fastagent_cli.channels.kit.files import save_attachment
-from fastagent_cli.channels.kit.invoke import (
-    ManifestFile,
-    attached_files_manifest,
-    attributed_file_name,
-    missing_attachments_note,
-)
+from fastagent_cli.channels.kit.invoke import ManifestFile, attachments_suffix
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
 from fastagent_cli.contract import ImageRef
 
@@ -183,7 +178,6 @@ async def resolve_attachments(
             lost += 1
             log.warning("[telegram] an earlier (buffered) file did not load: %s", exc)
             continue
-        name = attributed_file_name(saved.name, str(item.get("from")), item.get("msg"))
-        manifest.append(ManifestFile(name, saved.size, saved.path))
-    suffix = missing_attachments_note(lost + buffered.skipped) + attached_files_manifest(manifest)
+        manifest.append(saved.attributed(str(item.get("from")), item.get("msg")))
+    suffix = attachments_suffix(manifest, lost + buffered.skipped)
     return Attachments(tuple(loaded_images), suffix)

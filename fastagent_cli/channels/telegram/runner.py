@@ -19,13 +19,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
-from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
+from fastagent_cli.channels.kit.context_buffer import Fold
 from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, run_durable_turn
-from fastagent_cli.channels.kit.runner import ChannelRunner, FormatError, folded
-from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
+from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
+from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
 from fastagent_cli.channels.telegram.deliver import stream_reply
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
@@ -68,16 +66,8 @@ def target_of(record: TurnRecord) -> Target:
 
 
 class TurnRunner(ChannelRunner[BotApi, "int | None"]):
-    def __init__(
-        self,
-        agent: Any,
-        api: BotApi,
-        turns: TurnStore,
-        buffers: ContextBuffer,
-        files: Path,
-        format_error: FormatError,
-    ) -> None:
-        super().__init__(agent, api, turns, buffers, files, format_error, label="[telegram]")
+    def __init__(self, parts: RunnerParts[BotApi]) -> None:
+        super().__init__(parts, label="[telegram]")
 
     async def notice(self, record: TurnRecord) -> int | None:
         try:

@@ -13,15 +13,14 @@ import time
 from typing import Any, Protocol
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
-from fastagent_cli.channels.kit.home import open_channel_state, state_root_of
-from fastagent_cli.channels.kit.invoke import OnError, default_error_message
+from fastagent_cli.channels.kit.home import open_channel_state
+from fastagent_cli.channels.kit.invoke import OnError
 from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
 from fastagent_cli.channels.telegram.parse import bot_id_from_token, buffer_line
 from fastagent_cli.channels.telegram.runner import TurnRunner, is_turn, turn_order
-from fastagent_cli.state.channel_state import channel_home
 
 __all__ = ["GET_ME_RETRY_S", "GET_ME_WAIT_S", "KIND", "PRIVACY_WARNING", "TelegramRuntime"]
 
@@ -57,14 +56,12 @@ class TelegramRuntime(ChannelRuntime):
         self.bot_id = bot_id_from_token(token)
         self.bot_username = options.bot_username
         self.route = options.route
-        format_error: OnError = options.on_error or default_error_message
-        files = channel_home(state_root_of(ctx), KIND) / "files"
         store = self.store = open_channel_state(ctx, KIND)
         self.turns = TurnStore(store, label="[telegram]", is_record=is_turn, order=turn_order)
         self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
-        self.run_on(TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error))
+        self.run_on(TurnRunner(self.runner_parts(ctx, options.on_error)))
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
         if self.bot_id is None:

@@ -9,11 +9,10 @@ uses the channel's Bot API client (timeouts, ``retry_after``), ``TELEGRAM_BOT_TO
 
 from __future__ import annotations
 
-import asyncio
-import os
 from pathlib import Path
 
-from fastagent_cli.channels.telegram.api import BOT_TOKEN_ENV, BotApi, Target, TelegramApiError
+from fastagent_cli.channels.kit import send as kit_send
+from fastagent_cli.channels.telegram.api import BOT_TOKEN_ENV, BotApi, Target
 from fastagent_cli.channels.telegram.html import split_message, telegram_html
 
 __all__ = ["MAX_UPLOAD_BYTES", "MAX_UPLOAD_PHOTO_BYTES", "telegram_send"]
@@ -35,18 +34,14 @@ async def telegram_send(
 ) -> str:
     """Send ``text`` or the file at ``path`` (exactly one) to ``chat_id``; a sentence saying what
     was sent."""
-    token = bot_token or os.environ.get(BOT_TOKEN_ENV, "")
-    if not token:
-        raise ValueError(f"{BOT_TOKEN_ENV} is not set (put the bot token from @BotFather in .env)")
-    if (text is None) == (path is None):
-        raise ValueError("pass exactly one of `text` (a message) or `path` (a file)")
+    token = kit_send.bot_token(bot_token, BOT_TOKEN_ENV, "put the bot token from @BotFather in .env")
+    kit_send.exactly_one(text, path)
     if text is not None and (caption is not None or as_photo):
         raise ValueError("`caption` and `as_photo` go with `path`; with `text`, put everything in the text")
     api = BotApi(token, api_base_url)
-    try:
+    async with kit_send.sending(api):
         if text is not None:
-            if not text.strip():
-                raise ValueError("`text` is empty")
+            kit_send.check_text(text)
             await api.send_message(Target(chat_id, thread_id), text)
             parts = len(split_message(telegram_html(text), html_mode=True))
             return (
@@ -55,21 +50,12 @@ async def telegram_send(
                 else f"sent a message to chat {chat_id}"
             )
         return await _send_file(api, chat_id, Path(str(path)), caption, as_photo, thread_id)
-    except TelegramApiError as exc:
-        raise RuntimeError(str(exc)) from None
-    finally:
-        await api.aclose()
 
 
 async def _send_file(
     api: BotApi, chat_id: int | str, path: Path, caption: str | None, as_photo: bool, thread_id: int | None
 ) -> str:
-    if not path.is_absolute():
-        raise ValueError(f"`path` must be absolute, not {path}")
-    try:
-        content = await asyncio.to_thread(path.read_bytes)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    content = await kit_send.read_upload(path)
     cap = MAX_UPLOAD_PHOTO_BYTES if as_photo else MAX_UPLOAD_BYTES
     if len(content) > cap:
         raise ValueError(
