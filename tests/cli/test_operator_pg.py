@@ -57,7 +57,7 @@ def test_sessions_list_show_export_read_the_database(
     exported = run_cli("sessions", "export", "pg-one", str(agent), env=other)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert lines[0]["type"] == "session" and lines[0]["id"] == "pg-one"
+    assert lines[0]["type"] == "session" and lines[0]["id"] == "spg-one"  # the spec's spelling
     [(stored,)] = _fetch(database_url, "SELECT count(*) FROM fastagent_entries")
     assert len(lines) - 1 == stored
     missing = run_cli("sessions", "show", "nope", str(agent), env=other)
