@@ -104,16 +104,21 @@ def run_cli() -> RunCli:
 
 
 def record_files(sessions_dir: Path) -> list[Path]:
-    """Every session record under a sessions directory (pi's layout: ``--<workspace>--/*.jsonl``)."""
-    return sorted(sessions_dir.glob("--*--/*.jsonl"))
+    """Every session record under a sessions directory: the spec's layout
+    (``agent-session/*.jsonl``), then the older one (``--<workspace>--/*.jsonl``)."""
+    return sorted(sessions_dir.glob("agent-session/*.jsonl")) + sorted(sessions_dir.glob("--*--/*.jsonl"))
 
 
 def find_record(sessions_dir: Path, session: str) -> Path | None:
-    """The record file of ``session`` (its name ends in ``_<encoded id>.jsonl``), if there is one."""
-    from fastagent_cli.sessions.layout import record_key
+    """The record file of ``session`` (its name ends in ``_<encoded id>.jsonl``, spelled as its
+    layout spells ids), if there is one."""
+    from fastagent_cli.sessions.layout import OWN_RECORDS_DIR, record_key, spec_key
 
-    suffix = f"_{record_key(session)}.jsonl"
-    found = [path for path in record_files(sessions_dir) if path.name.endswith(suffix)]
+    def named(path: Path) -> bool:
+        key = spec_key(session) if path.parent.name == OWN_RECORDS_DIR else record_key(session)
+        return path.name.endswith(f"_{key}.jsonl")
+
+    found = [path for path in record_files(sessions_dir) if named(path)]
     assert len(found) <= 1, found
     return found[0] if found else None
 

@@ -33,7 +33,7 @@ from fastagent_cli.assembly.reading import locate_state
 from fastagent_cli.definition.config import load_config
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.index import name_key
-from fastagent_cli.sessions.layout import decode_id, workspace_dirname
+from fastagent_cli.sessions.layout import OWN_RECORDS_DIR, decode_id, decode_spec_id, workspace_dirname
 from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.sessions.transfer import ForeignRecord, find_records, prepared
@@ -78,16 +78,17 @@ class SessionArchive:
 
     @property
     def records_dir(self) -> Path:
-        """Where this workspace's records are (``<sessions dir>/--<workspace>--``) on files."""
+        """Where this workspace's records of the older layout are (``<sessions
+        dir>/--<workspace>--``, the original 0.18's) on files; new ones are in ``agent-session``."""
         return self.sessions_dir / workspace_dirname(str(self.workspace))
 
     @property
     def where(self) -> str:
-        """Where the records are, as shown: the records directory, or ``the database postgres
+        """Where the records are, as shown: the sessions directory, or ``the database postgres
         <url> (namespace <ns>)`` (never a password)."""
         if self.backend is not None and self.on_database:
             return f"the database {self.backend.describe()}"
-        return str(self.records_dir)
+        return str(self.sessions_dir)
 
     async def list(self, limit: int | None = 30) -> list[SessionSummary]:
         return await self._store.listing(limit)
@@ -150,10 +151,8 @@ class SessionArchive:
         return sorted((name, count) for name, count in counts if count)
 
     async def count(self) -> int:
-        """How many records this workspace has (on files, names only: no file is read)."""
-        if self.on_database:
-            return len(await self._store.listing(None))
-        return _count(self.records_dir)
+        """How many records this workspace has."""
+        return len(await self._store.listing(None))
 
     async def aclose(self) -> None:
         """Close the database connections (nothing to do on files)."""
@@ -231,15 +230,22 @@ def _answered_by(entries: Sequence[Mapping[str, Any]]) -> str | None:
 
 def stored_session_ids(directory: str | os.PathLike[str] = ".", sessions_dir: str | None = None) -> list[str]:
     """The ids of the agent's stored sessions, from the file names alone: nothing is opened,
-    written or moved (shell completion). Ids too long for a file name are left out."""
+    written or moved (shell completion; the spec layout's directory is shared by every
+    workspace, so it may offer another one's too). Ids too long for a file name are left out."""
     location = locate_state(directory)
     root = resolve_sessions_dir(location.state_root, sessions_dir, location.workspace)
-    try:
-        names = os.listdir(root / workspace_dirname(str(location.workspace)))
-    except OSError:
-        return []
-    keys = [key for key in map(name_key, names) if key is not None and "~" not in key]
-    return sorted({decode_id(key) or key for key in keys})
+    ids: set[str] = set()
+    for layout, decode in (
+        (workspace_dirname(str(location.workspace)), decode_id),
+        (OWN_RECORDS_DIR, decode_spec_id),
+    ):
+        try:
+            names = os.listdir(root / layout)
+        except OSError:
+            continue
+        keys = [key for key in map(name_key, names) if key is not None and "~" not in key]
+        ids.update(decode(key) or key for key in keys)
+    return sorted(ids)
 
 
 def open_session_archive(

@@ -38,6 +38,7 @@ from fastagent_cli.state.pg.settings import (
     check_database_url,
     check_namespace,
 )
+from fastagent_cli.state.run_log import RunHistory, RunLog
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly.shared_hub import SharedEventHub
@@ -132,6 +133,15 @@ class StateBackend:
         from fastagent_cli.state.pg.claims import PgClaims
 
         return PgClaims(db)
+
+    def run_log(self) -> RunHistory:
+        """The schedule run log (``schedule/runs.jsonl``, or the database's ``fastagent_runs``)."""
+        db = self.database
+        if db is None:
+            return RunLog(self.state_root / "schedule")
+        from fastagent_cli.state.pg.runs import PgRunLog
+
+        return PgRunLog(db)
 
     def channel_state(self, kind: str) -> ChannelStateStore:
         db = self.database

@@ -137,20 +137,22 @@ def history_command(name: str, directory: str, as_json: bool) -> None:
 
     Reads the agent in DIR (default .): the last 20 runs, or every run with --json.
     """
-    from fastagent_cli.state.run_log import RunLog
+    from fastagent_cli.state.run_log import RunLogUnavailable
 
     found = _read(directory)
-    runs = RunLog(found.state_root / "schedule")
+    runs = found.backend.run_log()
     try:
-        records = runs.records(name)
+        records = run_async(_on_backend(found, lambda: runs.read(name)))
+    except RunLogUnavailable as exc:
+        raise ScheduleError(f"cannot read the schedule runs: {exc}") from None
     except OSError as exc:
-        raise ScheduleError(f"cannot read {runs.path}: {exc.strerror or exc}") from None
+        raise ScheduleError(f"cannot read {runs.where}: {exc.strerror or exc}") from None
     if as_json:
         click.echo(json.dumps(records, indent=2, ensure_ascii=False))
         return
     if not records:
         known = "" if name == "wake" or found.schedules.get(name) else _known(found)
-        say(f'no runs recorded for "{name}" (state: {found.state_root}){known}')
+        say(f'no runs recorded for "{name}" (state: {_where(found)}){known}')
         return
     for line in history_lines(records):
         click.echo(line)

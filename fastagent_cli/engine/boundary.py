@@ -148,7 +148,9 @@ async def start_compaction(agent: Engine, session: str, instructions: str | None
             if record is None:
                 return no_such_session(session)
             settings = agent.compaction.for_window(agent.settings_of(record).model.context_window)
-            plan = prepare_compaction(record.path(), settings.keep_recent_tokens, settings.max_kept_tokens)
+            plan = prepare_compaction(
+                record.path(), settings.keep_recent_tokens, settings.max_kept_tokens, manual=True
+            )
             if isinstance(plan, str):
                 return rejected(NOTHING_TO_COMPACT, plan)
             bound = await agent.bind_model(record)

@@ -31,7 +31,7 @@ from fastagent_cli.schedules.turns import append_run, log_outcome, run_record, r
 from fastagent_cli.state.claims import ScheduleClaims
 from fastagent_cli.state.clock import Clock, format_instant
 from fastagent_cli.state.cron import next_after
-from fastagent_cli.state.run_log import RunLog
+from fastagent_cli.state.run_log import RunHistory
 
 __all__ = ["MAX_WAIT_S", "CronScheduler", "ScheduledPrompt"]
 
@@ -66,7 +66,7 @@ class CronScheduler:
         agent: Agent,
         schedules: Sequence[ScheduledPrompt],
         claims: ScheduleClaims,
-        runs: RunLog,
+        runs: RunHistory,
         clock: Clock,
         *,
         max_wait_s: float = MAX_WAIT_S,
@@ -148,7 +148,7 @@ class CronScheduler:
                 "[schedule] %s: fire failed (skipping this run, schedule stays armed): %s", schedule.name, exc
             )
             error = f"run skipped — fire failed: {exc}"
-            append_run(
+            await append_run(
                 self.runs, run_record(schedule.name, schedule.session, fired_at, "failed", error=error)
             )
             return fired_at
@@ -164,11 +164,11 @@ class CronScheduler:
         try:
             outcome = await run_turn(self.agent, schedule.session, schedule.prompt)
         except asyncio.CancelledError:
-            append_run(
+            await append_run(
                 self.runs, run_record(schedule.name, schedule.session, fired_at, "failed", error=INTERRUPTED)
             )
             raise
-        append_run(
+        await append_run(
             self.runs,
             run_record(
                 schedule.name,

@@ -29,7 +29,7 @@ from fastagent_cli.schedules.cron_loop import CronScheduler, ScheduledPrompt
 from fastagent_cli.schedules.wake_poll import WAKE_POLL_S, WakePoll
 from fastagent_cli.state.claims import ScheduleClaims, open_schedule_claims
 from fastagent_cli.state.clock import Clock, system_clock
-from fastagent_cli.state.run_log import RunLog
+from fastagent_cli.state.run_log import RunHistory, RunLog
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import OpenedAgent
@@ -59,13 +59,14 @@ class ScheduleHost:
         self_schedule: bool,
         clock: Clock | None = None,
         claims: ScheduleClaims | None = None,
+        runs: RunHistory | None = None,
         poll_s: float = WAKE_POLL_S,
     ) -> ScheduleHost | None:
         """Read the claims and build the host; ``None`` when there is nothing to schedule. A
         storage fault reading the claims is a ScheduleError (startup fails)."""
         clock = clock or system_clock()
         claims = claims or open_schedule_claims(state_root)
-        runs = RunLog(state_root / "schedule")
+        runs = runs or RunLog(state_root / "schedule")
         cron = CronScheduler(agent, schedules, claims, runs, clock)
         if schedules:
             await cron.load()
@@ -144,4 +145,5 @@ async def prepare_schedule_host(opened: OpenedAgent) -> ScheduleHost | None:
         opened.state_root,
         self_schedule=opened.config.self_schedule,
         claims=opened.backend.schedule_claims(),
+        runs=opened.backend.run_log(),
     )

@@ -7,6 +7,7 @@ started (another turn holds the session), which is the one failure a wake-up may
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from fastagent_cli.contract import (
 )
 from fastagent_cli.errors import one_line
 from fastagent_cli.state.clock import format_instant
-from fastagent_cli.state.run_log import RunLog
+from fastagent_cli.state.run_log import RunHistory
 
 __all__ = ["TurnOutcome", "append_run", "log_outcome", "run_record", "run_turn"]
 
@@ -106,12 +107,13 @@ def run_record(
     return record
 
 
-def append_run(runs: RunLog, record: dict[str, Any]) -> None:
-    """Audit a run; a disk that refuses is logged, never raised (the run already happened)."""
+async def append_run(runs: RunHistory, record: dict[str, Any]) -> None:
+    """Audit a run; a store that refuses is logged, never raised (the run already happened). The
+    write is shielded: a turn cancelled meanwhile (a shutdown) still leaves its record."""
     try:
-        runs.append(record)
+        await asyncio.shield(asyncio.ensure_future(runs.write(record)))
     except OSError as exc:
-        log.error("[schedule] could not audit the run of %s in %s: %s", record["name"], runs.path, exc)
+        log.error("[schedule] could not audit the run of %s in %s: %s", record["name"], runs.where, exc)
 
 
 def log_outcome(label: str, outcome: TurnOutcome) -> None:

@@ -24,7 +24,7 @@ from fastagent_cli.contract import Agent
 from fastagent_cli.schedules.turns import TurnOutcome, append_run, log_outcome, run_record, run_turn
 from fastagent_cli.state.claims import ScheduleClaims, Wakeup
 from fastagent_cli.state.clock import Clock
-from fastagent_cli.state.run_log import RunLog
+from fastagent_cli.state.run_log import RunHistory
 
 __all__ = ["MAX_WAKE_ATTEMPTS", "WAKE_AUDIT_NAME", "WAKE_POLL_S", "WakePoll", "wake_envelope"]
 
@@ -56,7 +56,7 @@ class WakePoll:
         self,
         agent: Agent,
         claims: ScheduleClaims,
-        runs: RunLog,
+        runs: RunHistory,
         clock: Clock,
         *,
         interval_s: float = WAKE_POLL_S,
@@ -96,33 +96,33 @@ class WakePoll:
         try:
             outcome = await run_turn(self.agent, wakeup.session, wake_envelope(wakeup))
         except asyncio.CancelledError:
-            self._audit(wakeup, fired_at, "failed", error=_INTERRUPTED)
+            await self._audit(wakeup, fired_at, "failed", error=_INTERRUPTED)
             raise
         if not outcome.busy:
             status = "completed" if outcome.ok else "failed"
             reply = outcome.reply if outcome.ok else None
-            self._audit(wakeup, fired_at, status, outcome, reply=reply, error=outcome.error)
+            await self._audit(wakeup, fired_at, status, outcome, reply=reply, error=outcome.error)
             log_outcome(label, outcome)
         elif wakeup.cron is not None:
             log.error("[schedule] %s: occurrence skipped (session busy); next fires per cron", label)
-            self._audit(wakeup, fired_at, "failed", outcome, error=_SKIPPED)
+            await self._audit(wakeup, fired_at, "failed", outcome, error=_SKIPPED)
         elif wakeup.attempts + 1 > self.max_attempts:
             log.error("[schedule] %s: %s", label, _DROPPED)
-            self._audit(wakeup, fired_at, "failed", outcome, error=_DROPPED)
+            await self._audit(wakeup, fired_at, "failed", outcome, error=_DROPPED)
         else:
             retry_at = self.clock.now() + timedelta(seconds=self.interval_s)
             try:
                 await self.claims.put_wakeup(replace(wakeup, fire_at=retry_at, attempts=wakeup.attempts + 1))
             except OSError as exc:
                 log.error("[schedule] %s: could not defer it (dropped): %s", label, exc)
-                self._audit(
+                await self._audit(
                     wakeup, fired_at, "failed", outcome, error=f"session busy; could not defer: {exc}"
                 )
                 return
             log.info("[schedule] %s: session busy — retrying next poll", label)
-            self._audit(wakeup, fired_at, "deferred", outcome)
+            await self._audit(wakeup, fired_at, "deferred", outcome)
 
-    def _audit(
+    async def _audit(
         self,
         wakeup: Wakeup,
         fired_at: datetime,
@@ -143,4 +143,4 @@ class WakePoll:
             usage=outcome.usage if outcome is not None else None,
             wake_id=wakeup.id,
         )
-        append_run(self.runs, record)
+        await append_run(self.runs, record)

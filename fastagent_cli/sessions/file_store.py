@@ -39,6 +39,7 @@ class FileSessionStore:
         self.cwd = str(base)
         self._parsed = ParsedFiles()
         self.files = RecordFiles(self.directory, self.cwd, self.try_lease)
+        self._own_index = SessionIndex(self.files.own, persist=True, spec=True, cwd=self.cwd)
         self._index = SessionIndex(self.files.directory, persist=True)
         self._creating: dict[str, asyncio.Future[tuple[Path, bool]]] = {}
 
@@ -148,7 +149,13 @@ class FileSessionStore:
         return self.files.find(session)
 
     def list_sessions(self, limit: int | None = 30) -> list[SessionSummary]:
-        return self._index.list(limit)
+        """Both layouts' records, newest first; an id with a record in both is the spec's (the
+        one :meth:`open_if_exists` opens)."""
+        own = self._own_index.list(None)
+        ids = {summary.session for summary in own}
+        found = own + [summary for summary in self._index.list(None) if summary.session not in ids]
+        found.sort(key=lambda summary: summary.modified, reverse=True)
+        return found if limit is None else found[:limit]
 
     async def listing(self, limit: int | None = 30) -> list[SessionSummary]:
         return await asyncio.to_thread(self.list_sessions, limit)
@@ -172,6 +179,7 @@ class FileSessionStore:
         if path is None:
             return False
         self._parsed.forget(path)
+        self._own_index.forget(path)
         self._index.forget(path)
         self.files.forget(path)
         try:

@@ -4,7 +4,11 @@
 published (naming in :mod:`~fastagent_cli.sessions.layout`, lookup in
 :mod:`~fastagent_cli.sessions.index`):
 
-* records live in ``<sessions dir>/--<workspace>--/`` (created 0700, files 0600);
+* new records are published in the spec's layout, ``<sessions dir>/agent-session/`` (created
+  0700, files 0600), the directory every workspace shares, told apart by the header's ``cwd``;
+* records of the older layout, ``<sessions dir>/--<workspace>--/`` (the original 0.18's and this
+  package's before), are found and continued where they are, never moved (a 0.18 original reads
+  them back); an id with a record in both resolves to the spec's, as the original resolves it;
 * a new record is published complete (written to a temp file, fsynced, hard-linked into place)
   under ``.locks/create.lock``, whose generation counter (``.locks/create.generation``) tells the
   creator whether another process created records since it last listed the directory: two
@@ -24,8 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.errors import SessionError
-from fastagent_cli.sessions.index import RecordIndex
-from fastagent_cli.sessions.layout import record_name, stamp_of, workspace_dirname
+from fastagent_cli.sessions.index import RecordIndex, header_cwd
+from fastagent_cli.sessions.layout import (
+    OWN_RECORDS_DIR,
+    spec_id,
+    spec_record_name,
+    stamp_of,
+    workspace_dirname,
+)
 from fastagent_cli.sessions.migrate import migrate_flat_records
 from fastagent_cli.sessions.store_errors import store_error
 from fastagent_cli.state.atomic import dumps_line, make_private_dir, stage_file
@@ -41,7 +51,11 @@ class RecordFiles:
         if root.exists() and not root.is_dir():
             raise SessionError(f"the sessions directory {root} is a file, not a directory")
         self.root = root
+        self.own = root / OWN_RECORDS_DIR
+        """Where new records are published (the spec's layout)."""
         self.directory = root / workspace_dirname(cwd)
+        """This workspace's records of the older layout (0.18's)."""
+        self.own_index = RecordIndex(self.own, spec=True, cwd=cwd)
         self.index = RecordIndex(self.directory)
         self._counter = root / ".locks" / "create.generation"
         self._threads = threading.Lock()
@@ -50,10 +64,13 @@ class RecordFiles:
 
     def find(self, session: str) -> Path | None:
         """The record file of ``session`` (``None`` when it has none)."""
-        return self.index.find(session)
+        return self._find(session)
+
+    def _find(self, session: str, generation: int | None = None) -> Path | None:
+        return self.own_index.find(session, generation) or self.index.find(session, generation)
 
     def forget(self, path: Path) -> None:
-        self.index.forget(path)
+        (self.own_index if path.parent == self.own else self.index).forget(path)
 
     def publish(
         self, session: str, header: dict[str, Any], body: bytes = b"", *, fresh: bool = False
@@ -67,25 +84,27 @@ class RecordFiles:
         so creators wait on each other for a few system calls, not a disk flush. (The directory is
         not fsynced after the link, as appends are not: a turn's first request waits for one
         flush, not two.)"""
-        path = self.directory / record_name(stamp_of(header, 0.0), session)
+        path = self.own / spec_record_name(stamp_of(header, 0.0), session)
+        header = {**header, "id": spec_id(session)}  # the spelling is this layout's
         data = (dumps_line(header) + "\n").encode("utf-8") + body
         try:
-            make_private_dir(self.directory)
+            make_private_dir(self.own)
             make_private_dir(self.staging)
             staged = stage_file(self.staging / path.name, data, mode=0o600)
         except OSError as exc:
-            raise store_error("write", exc, self.directory) from exc
+            raise store_error("write", exc, self.own) from exc
         try:
             with self._creating(session):
                 generation = _generation(self._counter)
-                existing = self.index.find(session, generation)
+                existing = self._find(session, generation)
                 if existing is not None:
                     if fresh:
                         raise SessionError(f"session {session!r} exists already ({existing})")
                     return existing, False
                 os.link(staged, path)
                 _set_generation(self._counter, generation + 1)
-                self.index.published(session, path, generation + 1)
+                self.own_index.published(session, path, generation + 1)
+                self.index.advanced(generation + 1)
         except OSError as exc:
             raise store_error("write", exc, path) from exc
         finally:
@@ -108,15 +127,20 @@ class RecordFiles:
                 lock.release()
 
     def paths(self) -> list[Path]:
-        """Every ``*.jsonl`` file of the workspace directory (never per turn)."""
-        try:
-            with os.scandir(self.directory) as entries:
-                names = [e.name for e in entries if e.name.endswith(".jsonl") and not e.name.startswith(".")]
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise store_error("read", exc, self.directory) from exc
-        return sorted(self.directory / name for name in names)
+        """Every record file of the workspace, in both layouts (never per turn)."""
+        own = [path for path in _jsonl(self.own) if header_cwd(path) in (None, self.own_index.cwd)]
+        return own + _jsonl(self.directory)
+
+
+def _jsonl(directory: Path) -> list[Path]:
+    try:
+        with os.scandir(directory) as entries:
+            names = [e.name for e in entries if e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise store_error("read", exc, directory) from exc
+    return sorted(directory / name for name in names)
 
 
 def _generation(path: Path) -> int:

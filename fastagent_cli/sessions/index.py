@@ -16,20 +16,26 @@ every creation bumps; a creator that finds the counter where it left it knows it
 complete and lists nothing. So opening an existing session costs a dict lookup, and creating one
 two ``stat``\\ s and a read of the counter, whether 10 or 10 000 sessions are stored. Two records
 for one id (an import next to a copy, say) resolve to the one written last.
+
+The directory of the spec's layout (``agent-session/``) holds every workspace's records; an index
+of it given a ``cwd`` keeps to the records whose header names that workspace (each file's first
+line is read once per process, and never for a record this process published).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fastagent_cli.errors import SessionError
-from fastagent_cli.sessions.layout import decode_id, record_key
+from fastagent_cli.sessions.layout import decode_id, decode_spec_id, record_key, spec_key
 
-__all__ = ["RecordIndex", "name_key"]
+__all__ = ["RecordIndex", "header_cwd", "name_key"]
 
 _SETTLE_NS = 2_000_000_000
 """A listing taken this soon after the directory's last change is not trusted to be complete."""
@@ -46,8 +52,15 @@ def name_key(name: str) -> str | None:
 
 
 class RecordIndex:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, spec: bool = False, cwd: str | None = None) -> None:
+        """``spec``: a directory of the spec's layout, its records scoped to the workspace
+        ``cwd`` (their header's)."""
         self.directory = directory
+        self._key: Callable[[str], str] = spec_key if spec else record_key
+        self._decode: Callable[[str], str | None] = decode_spec_id if spec else decode_id
+        self.cwd = os.path.normpath(cwd) if cwd is not None else None
+        self._cwds: dict[str, str | None] = {}
+        """The header ``cwd`` of each file name seen (only with ``cwd``)."""
         self._files: dict[str, list[str]] = {}
         self._stamp: tuple[int, int] | None = None
         self._trusted = False
@@ -67,13 +80,26 @@ class RecordIndex:
         return _newest(self.directory, names) if names else None
 
     def _lookup(self, session: str) -> list[str]:
-        key = record_key(session)
+        key = self._key(session)
         with self._lock:
             names = self._files.get(key)
-        if not names and key != session and decode_id(session) is None:
+        if not names and key != session and self._decode(session) is None:
             with self._lock:  # a name that is no encoding stands for itself (a hand-named file)
                 names = self._files.get(session)
-        return list(names or ())
+        return [name for name in names or () if self._ours(name)]
+
+    def _ours(self, name: str) -> bool:
+        """Whether the file ``name`` belongs to this index's workspace (always without ``cwd``)."""
+        if self.cwd is None:
+            return True
+        with self._lock:
+            known = name in self._cwds
+            cwd = self._cwds.get(name)
+        if not known:
+            cwd = header_cwd(self.directory / name)
+            with self._lock:
+                self._cwds[name] = cwd
+        return cwd is None or cwd == self.cwd  # a damaged header is nobody's: reported, not hidden
 
     def refresh(self, generation: int | None = None) -> None:
         """List the directory again if it may have changed."""
@@ -110,6 +136,8 @@ class RecordIndex:
         settled = time.time_ns() - st.st_mtime_ns > _SETTLE_NS
         with self._lock:
             self._files, self._stamp, self._trusted = files, stamp, settled
+            listed = set(names)
+            self._cwds = {name: cwd for name, cwd in self._cwds.items() if name in listed}
             if generation is not None:
                 self._generation = generation
 
@@ -118,10 +146,19 @@ class RecordIndex:
         counter after it): the map stays complete without a listing."""
         st = os.stat(self.directory)
         with self._listing, self._lock:
-            names = self._files.setdefault(record_key(session), [])
+            if self.cwd is not None:
+                self._cwds[path.name] = self.cwd
+            names = self._files.setdefault(self._key(session), [])
             if path.name not in names:
                 names.append(path.name)
             self._stamp, self._trusted, self._generation = (st.st_ino, st.st_mtime_ns), True, generation
+
+    def advanced(self, generation: int) -> None:
+        """The creation counter moved to ``generation`` by a record this process published in
+        another directory: a listing complete at the counter before it still is."""
+        with self._lock:
+            if self._generation == generation - 1:
+                self._generation = generation
 
     def forget(self, path: Path) -> None:
         """Drop a file that turned out to be gone; the next lookup lists the directory again."""
@@ -129,7 +166,20 @@ class RecordIndex:
             for names in self._files.values():
                 if path.name in names:
                     names.remove(path.name)
+            self._cwds.pop(path.name, None)
             self._trusted = False
+
+
+def header_cwd(path: Path) -> str | None:
+    """The ``cwd`` a record's header names (``None``: none, or no readable header: a damaged
+    record, which every workspace's lookup finds so that opening it reports the damage)."""
+    try:
+        with open(path, "rb") as fh:
+            header = json.loads(fh.readline(64 * 1024))
+    except (OSError, ValueError):
+        return None
+    cwd = header.get("cwd") if isinstance(header, dict) and header.get("type") == "session" else None
+    return os.path.normpath(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def _newest(directory: Path, names: list[str]) -> Path:

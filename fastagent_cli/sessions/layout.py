@@ -1,6 +1,21 @@
 """pi's session layout: where a record lives, what it is called, and which id its header carries.
 
-The original (FastAgent 0.18, on pi's JSONL session repo) and pi itself keep a session as::
+New records are written in the spec's layout, as the original writes them after 0.18 (its
+``piSessionRecordStore``)::
+
+    <sessions dir>/agent-session/<ISO timestamp, ":" "." as "->_<spec id>.jsonl
+
+one directory for every workspace (a record belongs to the workspace its header's ``cwd`` names),
+the header's ``id`` the spec's spelling of the caller id (:func:`spec_id`): ``s``, then
+``[A-Za-z0-9.-]`` as themselves and every other UTF-16 code unit as ``_XX`` (below 0x100) or
+``_uXXXX``, upper-case hex, a trailing ``.`` or ``-`` escaped too (``-1001234567890`` ->
+``s-1001234567890``, ``telegram:-100123`` -> ``stelegram_3A-100123``). It is injective within its
+directory; the older spelling below draws from the same characters (a room called ``s42`` is
+``s42`` there, and ``42`` is ``s42`` here), which is why the two never share a directory and a
+record's id is decoded by the directory it is in.
+
+Records written before (by the original 0.18 and by this package until the spec's layout) stay
+where they are and are continued in place, so a 0.18 original still reads them back::
 
     <sessions dir>/--<workspace, "/" "\\" ":" as "-">--/<ISO timestamp, ":" "." as "->_<id>.jsonl
 
@@ -29,15 +44,24 @@ from typing import Any
 
 __all__ = [
     "MAX_KEY",
+    "OWN_RECORDS_DIR",
     "caller_id",
     "decode_id",
+    "decode_spec_id",
     "encode_id",
     "file_stamp",
     "record_key",
     "record_name",
+    "shortened",
+    "spec_id",
+    "spec_key",
+    "spec_record_name",
     "stamp_of",
     "workspace_dirname",
 ]
+
+OWN_RECORDS_DIR = "agent-session"
+"""The directory of the sessions directory that holds the records of the spec's layout."""
 
 MAX_KEY = 200
 """Longest encoded id kept whole in a file name (24 + 1 + 200 + 6 characters, under 255 bytes)."""
@@ -45,6 +69,7 @@ MAX_KEY = 200
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 _HEX = frozenset("0123456789ABCDEF")
+_SPEC_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-")
 
 
 def workspace_dirname(cwd: str) -> str:
@@ -116,26 +141,77 @@ def decode_id(encoded: str) -> str | None:
     return decoded if encode_id(decoded) == encoded else None
 
 
-def record_key(session: str) -> str:
-    """The id part of a record's file name: the encoded id, shortened when it is too long."""
-    key = encode_id(session)
+def spec_id(session: str) -> str:
+    """The spec's spelling of a caller id (the original's ``piSessionId``): what the header of a
+    record in :data:`OWN_RECORDS_DIR` carries."""
+    out = ["s"]
+    for unit in _units(session):
+        ch = chr(unit)
+        out.append(ch if ch in _SPEC_SAFE else f"_{unit:02X}" if unit < 0x100 else f"_u{unit:04X}")
+    if out[-1] in (".", "-"):
+        out[-1] = f"_{ord(out[-1]):02X}"
+    return "".join(out)
+
+
+def decode_spec_id(encoded: str) -> str | None:
+    """The caller id ``encoded`` spells in the spec's layout; ``None`` when it is not one."""
+    if not encoded.startswith("s"):
+        return None
+    units: list[int] = []
+    i = 1
+    while i < len(encoded):
+        ch = encoded[i]
+        if ch != "_":
+            units.append(ord(ch))
+            i += 1
+            continue
+        width, start = (4, i + 2) if encoded.startswith("u", i + 1) else (2, i + 1)
+        digits = encoded[start : start + width]
+        if len(digits) != width or not set(digits) <= _HEX:
+            return None
+        units.append(int(digits, 16))
+        i = start + width
+    raw = b"".join(unit.to_bytes(2, "little") for unit in units)
+    decoded = raw.decode("utf-16-le", "surrogatepass")
+    return decoded if spec_id(decoded) == encoded else None
+
+
+def shortened(key: str) -> str:
+    """``key`` as the id part of a file name: whole up to :data:`MAX_KEY` characters, else a
+    readable prefix, ``~`` and its SHA-256 (the header keeps the whole id)."""
     if len(key) <= MAX_KEY:
         return key
     return key[:100] + "~" + hashlib.sha256(key.encode("ascii")).hexdigest()
+
+
+def record_key(session: str) -> str:
+    """The id part of a record's file name in the older layout: the encoded id, shortened when
+    it is too long."""
+    return shortened(encode_id(session))
+
+
+def spec_key(session: str) -> str:
+    """The id part of a record's file name in the spec's layout."""
+    return shortened(spec_id(session))
 
 
 def record_name(iso: str, session: str) -> str:
     return f"{file_stamp(iso)}_{record_key(session)}.jsonl"
 
 
-def caller_id(header: dict[str, Any]) -> str | None:
-    """The caller's id of a record, from its header: the id decoded (a pi UUID is itself); the
-    ``fastagentSession`` field of a record written before this layout."""
+def spec_record_name(iso: str, session: str) -> str:
+    return f"{file_stamp(iso)}_{spec_key(session)}.jsonl"
+
+
+def caller_id(header: dict[str, Any], *, spec: bool = False) -> str | None:
+    """The caller's id of a record, from its header: the id decoded (``spec``: a record of the
+    spec's layout, else the older spelling; a pi UUID is itself); the ``fastagentSession`` field
+    of a record written before pi's layout."""
     legacy = header.get("fastagentSession")
     if isinstance(legacy, str):
         return legacy
     ident = header.get("id")
     if not isinstance(ident, str) or not ident:
         return None
-    decoded = decode_id(ident)
+    decoded = decode_spec_id(ident) if spec else decode_id(ident)
     return ident if decoded is None else decoded

@@ -111,6 +111,8 @@ class _Scan:
     messages: int = 0
     name: str | None = None
     valid: bool = True
+    cwd: str | None = None
+    """The workspace the header names (normalised)."""
 
     def summary(self, path: Path, modified: float) -> SessionSummary:
         assert self.session is not None
@@ -139,8 +141,9 @@ def _line_at(data: bytes, position: int) -> bytes:
     return data[start : len(data) if end < 0 else end]
 
 
-def _read_header(scan: _Scan, path: Path, data: bytes) -> int:
-    """Parse the header line; the offset after it (0: not a record)."""
+def _read_header(scan: _Scan, path: Path, data: bytes, spec: bool) -> int:
+    """Parse the header line (``spec``: a record of the spec's layout); the offset after it (0:
+    not a record)."""
     end = data.find(b"\n")
     if end < 0:
         return 0
@@ -148,7 +151,9 @@ def _read_header(scan: _Scan, path: Path, data: bytes) -> int:
     if header is None or header.get("type") != "session":
         scan.valid = False
         return end + 1
-    scan.session = caller_id(header)
+    scan.session = caller_id(header, spec=spec)
+    cwd = header.get("cwd")
+    scan.cwd = os.path.normpath(cwd) if isinstance(cwd, str) and cwd else None
     if scan.session is None:
         scan.valid = False
         return end + 1
@@ -199,11 +204,16 @@ def _fold_name(scan: _Scan, entry: dict[str, Any]) -> None:
 
 class SessionIndex:
     """Incremental summaries of the ``*.jsonl`` records in one directory (thread-safe);
-    ``persist`` keeps them in ``.index.json`` across processes."""
+    ``persist`` keeps them in ``.index.json`` across processes; ``spec``: a directory of the
+    spec's layout, whose records are listed only for the workspace ``cwd`` (their header's)."""
 
-    def __init__(self, directory: Path, *, persist: bool = False) -> None:
+    def __init__(
+        self, directory: Path, *, persist: bool = False, spec: bool = False, cwd: str | None = None
+    ) -> None:
         self.directory = directory
         self.persist = persist
+        self.spec = spec
+        self.cwd = os.path.normpath(cwd) if cwd is not None else None
         self._scans: dict[str, _Scan] = {}
         self._summaries: dict[str, tuple[tuple[int, int, int], SessionSummary]] = {}
         """The last summary of each file and the (inode, size, mtime) it was made for."""
@@ -300,7 +310,7 @@ class SessionIndex:
                 if scan.mtime_ns != st.st_mtime_ns:
                     scan.mtime_ns = st.st_mtime_ns
                     self._grew = True
-                if scan.valid and scan.session is not None:
+                if scan.valid and scan.session is not None and self.cwd in (None, scan.cwd):
                     stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
                     made = self._summaries.get(name)
                     if made is None or made[0] != stamp:
@@ -323,7 +333,7 @@ class SessionIndex:
         body = data[:complete]
         start = 0
         if scan.offset == 0:
-            start = _read_header(scan, path, body)
+            start = _read_header(scan, path, body, self.spec)
             if not scan.valid or start == 0:
                 scan.offset = complete
                 return

@@ -38,7 +38,7 @@ from fastagent_cli.messages import (
     now_ms,
 )
 from fastagent_cli.sessions.image_cap import cap_entry_images
-from fastagent_cli.sessions.layout import encode_id
+from fastagent_cli.sessions.layout import spec_id
 
 __all__ = [
     "COMPACTION_SUMMARY_PREFIX",
@@ -75,11 +75,11 @@ def iso_now() -> str:
 
 
 def new_header(session: str, cwd: str, parent_session: str | None = None) -> Entry:
-    """pi's header, as the original writes it: ``id`` is the caller's id, encoded."""
+    """pi's header, as the original writes it: ``id`` is the caller's id in the spec's spelling."""
     header: Entry = {
         "type": "session",
         "version": SESSION_VERSION,
-        "id": encode_id(session),
+        "id": spec_id(session),
         "timestamp": iso_now(),
         "cwd": cwd,
     }

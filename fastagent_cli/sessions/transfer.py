@@ -1,8 +1,10 @@
 """Records from elsewhere: found in a file or a directory, and prepared to be stored here.
 
 A source is a record file, a directory of records (one workspace's), or a directory of such
-directories: a sessions directory, pi's ``~/.pi/agent/sessions``, the original's
-``<state>/sessions``; flat-layout records (``s*.jsonl``) count too. Only first lines are read to
+directories: a sessions directory (its ``agent-session/``, the spec's layout, and its
+``--<workspace>--/`` directories, 0.18's), pi's ``~/.pi/agent/sessions``, the original's
+``<state>/sessions``; flat-layout records (``s*.jsonl``) count too. A record's caller id is decoded
+by the layout of the directory it is in (:func:`_spec_spelling`). Only first lines are read to
 find them. :func:`prepared` turns one into the header and body a store keeps for it:
 
 * the header is pi's, for the id it is stored under and this workspace; the creation time is
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fastagent_cli.errors import SessionError
-from fastagent_cli.sessions.layout import caller_id, encode_id
+from fastagent_cli.sessions.layout import OWN_RECORDS_DIR, caller_id, decode_spec_id, spec_id
 from fastagent_cli.sessions.record import SESSION_VERSION, iso_now
 from fastagent_cli.state.atomic import dumps_line, parse_jsonl
 
@@ -53,8 +55,22 @@ def read_foreign(path: Path) -> ForeignRecord | None:
         return None
     if not isinstance(header, dict) or header.get("type") != "session":
         return None
-    session = caller_id(header)
+    session = caller_id(header, spec=_spec_spelling(path, header))
     return None if session is None else ForeignRecord(path, header, session, modified)
+
+
+def _spec_spelling(path: Path, header: dict[str, Any]) -> bool:
+    """Whether the header's id is in the spec's spelling: by the directory the record is in
+    (``agent-session/``: yes; ``--<workspace>--/``: no, 0.18's); a file elsewhere (an export, say)
+    is read as the spec's when its id is one, as every record written now is (a 0.18 id that is
+    also one, such as ``s42``, needs ``--as``)."""
+    parent = path.parent.name
+    if parent == OWN_RECORDS_DIR:
+        return True
+    if parent.startswith("--") and parent.endswith("--"):
+        return False
+    ident = header.get("id")
+    return isinstance(ident, str) and decode_spec_id(ident) is not None
 
 
 def find_records(source: Path) -> list[ForeignRecord]:
@@ -110,7 +126,7 @@ def prepared(record: ForeignRecord, session: str, cwd: str) -> tuple[dict[str, A
     header: dict[str, Any] = {
         "type": "session",
         "version": SESSION_VERSION,
-        "id": encode_id(session),
+        "id": spec_id(session),
         "timestamp": stamp if isinstance(stamp, str) else iso_now(),
         "cwd": cwd,
     }

@@ -8,17 +8,42 @@ which readers skip.
 
 When the file passes :data:`ROTATE_BYTES` it is renamed to ``runs.1.jsonl`` (replacing the
 previous one) and a new file starts: history stays readable without growing forever.
+
+:class:`RunHistory` is what the scheduler and ``schedule history`` use: :class:`RunLog` on files
+(its blocking IO in a worker thread), :class:`~fastagent_cli.state.pg.runs.PgRunLog` on the
+database (``state_backend = "postgres"``). Both raise ``OSError`` when their storage refuses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fastagent_cli.state.atomic import append_jsonl, read_jsonl
 
-__all__ = ["ROTATE_BYTES", "RUNS_FILE", "RunLog"]
+__all__ = ["ROTATE_BYTES", "RUNS_FILE", "RunHistory", "RunLog", "RunLogUnavailable"]
+
+
+class RunLogUnavailable(OSError):
+    """The run log's storage (the database) cannot be used now."""
+
+
+class RunHistory(Protocol):
+    @property
+    def where(self) -> str:
+        """Where the runs are kept, as shown (never a password)."""
+        ...
+
+    async def write(self, record: dict[str, Any]) -> None:
+        """Record one run; OSError when the storage refuses."""
+        ...
+
+    async def read(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every kept record, oldest first (``name``: only that schedule's, or ``wake``)."""
+        ...
+
 
 RUNS_FILE = "runs.jsonl"
 ROTATED_FILE = "runs.1.jsonl"
@@ -33,6 +58,16 @@ class RunLog:
     @property
     def path(self) -> Path:
         return self.directory / RUNS_FILE
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    async def write(self, record: dict[str, Any]) -> None:
+        await asyncio.to_thread(self.append, record)
+
+    async def read(self, name: str | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.records, name)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record (creating the directory); OSError when the disk refuses."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from fastagent_cli.state.pg.database import Database
 from fastagent_cli.state.pg.settings import DatabaseSettings
 from fastagent_cli.state.wakeup import Wakeup
 from tests.conftest import AgentFactory, RunCli
-from tests.serving.serving_proc import free_port
+from tests.serving.serving_proc import ServerProcess, free_port
 
 PG = 'state_backend = "postgres"\n'
 
@@ -57,7 +58,7 @@ def test_sessions_list_show_export_read_the_database(
     exported = run_cli("sessions", "export", "pg-one", str(agent), env=other)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert lines[0]["type"] == "session" and lines[0]["id"] == "pg-one"
+    assert lines[0]["type"] == "session" and lines[0]["id"] == "spg-one"  # the spec's spelling
     [(stored,)] = _fetch(database_url, "SELECT count(*) FROM fastagent_entries")
     assert len(lines) - 1 == stored
     missing = run_cli("sessions", "show", "nope", str(agent), env=other)
@@ -155,6 +156,7 @@ def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory
         ("sessions", "export", "x"),
         ("sessions", "import", str(record)),
         ("schedule", "list"),
+        ("schedule", "history", "digest"),
         ("schedule", "cancel", "w1"),
     ):
         done = run_cli(*args[:2], *args[2:], str(agent), env=env, timeout=60)
@@ -165,3 +167,56 @@ def test_an_unreachable_database_is_one_line_and_exit_1(make_agent: AgentFactory
             "(FASTAGENT_DATABASE_URL): connection refused"
         ), (args, done.stderr)
         assert "s3cret" not in done.stderr + done.stdout and "Traceback" not in done.stderr, args
+
+
+async def test_schedule_runs_are_kept_in_the_database_and_history_reads_them(
+    make_agent: AgentFactory, run_cli: RunCli, database_url: str, tmp_path: Path
+) -> None:
+    # a real `fastagent start` on the database fires a slot (its clock moved to just before 09:00,
+    # the slot claimed yesterday so it fires at once): the run is a row of fastagent_runs, no file
+    agent = make_agent(model="scripted/echo", config=PG + '[database]\nnamespace = "runs"\n')
+    (agent / "schedules").mkdir()
+    (agent / "schedules" / "digest.toml").write_text('cron = "0 9 * * *"\nprompt = "send the digest"\n')
+    state = tmp_path / "state"
+    env = {"FASTAGENT_DATABASE_URL": database_url, "FASTAGENT_STATE_DIR": str(state)}
+    assert run_cli("db", "migrate", str(agent), env=env).returncode == 0
+    now = datetime.now(UTC)
+    slot = now.replace(hour=9, minute=0, second=0, microsecond=0)
+    slot = slot if slot > now else slot + timedelta(days=1)
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(
+            "INSERT INTO fastagent_fires (namespace, schedule, fired_at) VALUES ('runs', 'digest', $1)",
+            slot - timedelta(days=1),
+        )
+    finally:
+        await conn.close()
+    clock = {"FASTAGENT_CLOCK_OFFSET": f"{slot.timestamp() - 5 - time.time():.3f}"}
+    async with ServerProcess.spawn(
+        "start", str(agent), "--port", "0", "--bind", "127.0.0.1", env={**env, **clock}
+    ) as server:
+        await server.port()
+        await server.wait_for(r"\[schedule\] digest completed \(\d+ms\)", within=60)
+    conn = await asyncpg.connect(database_url)
+    try:
+        rows = await conn.fetch("SELECT namespace, name, body FROM fastagent_runs")
+    finally:
+        await conn.close()
+    assert [(r["namespace"], r["name"]) for r in rows] == [("runs", "digest")]
+    run = json.loads(rows[0]["body"])
+    assert (run["session"], run["outcome"], run["reply"]) == (
+        "schedule:digest",
+        "completed",
+        "echo: send the digest",
+    )
+    assert not (state / "schedule" / "runs.jsonl").exists()
+
+    history = run_cli("schedule", "history", "digest", str(agent), "--json", env=env)
+    assert history.returncode == 0, history.stderr
+    assert json.loads(history.stdout) == [run]
+    table = run_cli("schedule", "history", "digest", str(agent), env=env)
+    assert table.returncode == 0 and "completed" in table.stdout and "echo: send the digest" in table.stdout
+    none = run_cli("schedule", "history", "wake", str(agent), env=env)
+    assert (
+        none.returncode == 0 and 'no runs recorded for "wake" (state: postgres postgresql://' in none.stderr
+    )

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from fastagent_cli.sessions.layout import workspace_dirname
 from tests.conftest import AgentFactory, RunCli, find_record, record_file, record_files
 
 FIXTURE = Path(__file__).parents[1] / "sessions" / "fixtures" / "original-0.18.jsonl"
@@ -210,11 +209,17 @@ def test_import_a_record_of_the_original(make_agent: AgentFactory, run_cli: RunC
     assert done.returncode == 0, done.stderr
     path = record_file(sessions_dir(agent), "telegram:-1001234567890")
     assert done.stdout == f"imported telegram:-1001234567890 ({path})\n"
-    assert path.name == "2026-08-19T03-05-46-120Z_telegram%3A-1001234567890.jsonl"  # the original's name
+    # stored in the spec's layout, named as the original after 0.18 names it
+    assert path.parent.name == "agent-session"
+    assert path.name == "2026-08-19T03-05-46-120Z_stelegram_3A-1001234567890.jsonl"
     original_header, _, original_body = FIXTURE.read_bytes().partition(b"\n")
     header, _, body = path.read_bytes().partition(b"\n")
     assert body == original_body  # every entry byte for byte
-    assert json.loads(header) == {**json.loads(original_header), "cwd": str(agent.resolve())}
+    assert json.loads(header) == {
+        **json.loads(original_header),
+        "id": "stelegram_3A-1001234567890",
+        "cwd": str(agent.resolve()),
+    }
 
     again = run_cli("sessions", "import", str(FIXTURE), str(agent))
     assert again.returncode == 1
@@ -223,7 +228,7 @@ def test_import_a_record_of_the_original(make_agent: AgentFactory, run_cli: RunC
     copied = run_cli("sessions", "import", str(FIXTURE), str(agent), "--as", "copy")
     assert copied.returncode == 0, copied.stderr
     copy = json.loads(record_file(sessions_dir(agent), "copy").read_text().splitlines()[0])
-    assert copy["id"] == "copy" and copy["parentSession"] == str(FIXTURE)
+    assert copy["id"] == "scopy" and copy["parentSession"] == str(FIXTURE)
     fresh = run_cli("sessions", "import", str(FIXTURE), str(agent), "--new-id", "--json")
     (imported,) = json.loads(fresh.stdout)["imported"]
     assert len(imported["session"]) == 36 and imported["from"] == str(FIXTURE)
@@ -317,9 +322,7 @@ def test_import_from_another_agent_directory(make_agent: AgentFactory, run_cli: 
     assert done.returncode == 0, done.stderr
     assert find_record(sessions_dir(agent), "team:1") is not None and find_record(sessions_dir(agent), "old")
     assert flat.exists()  # a source is only read
-    assert {p.parent.name for p in record_files(sessions_dir(agent))} == {
-        workspace_dirname(str(agent.resolve()))
-    }
+    assert {p.parent.name for p in record_files(sessions_dir(agent))} == {"agent-session"}
 
 
 def test_import_bad_input(agent: Path, run_cli: RunCli, tmp_path: Path) -> None:
@@ -364,17 +367,30 @@ def test_session_ids_complete_from_the_file_names(agent: Path) -> None:
 def test_import_from_an_agent_directory_of_the_original(
     make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path
 ) -> None:
-    # The original keeps <agent>/.state/sessions/--<workspace>--/<stamp>_<%-encoded id>.jsonl
+    # The original 0.18 keeps <agent>/.state/sessions/--<workspace>--/<stamp>_<%-encoded id>.jsonl;
+    # after 0.18 it writes new ones to <agent>/.state/sessions/agent-session/<stamp>_<s-id>.jsonl
     original = tmp_path / "orig" / "fastagent"
     records = original / ".state" / "sessions" / "--tmp-orig--"
     records.mkdir(parents=True)
     (original / "fastagent.config.mjs").write_text('export default { model: "fake/m1" };\n')
     (records / "2026-08-19T03-05-46-120Z_telegram%3A-1001234567890.jsonl").write_bytes(FIXTURE.read_bytes())
+    newer = original / ".state" / "sessions" / "agent-session"
+    newer.mkdir()
+    header, _, body = FIXTURE.read_bytes().partition(b"\n")
+    spec_header = {**json.loads(header), "id": "stelegram_3A-42_5Fa", "cwd": "/tmp/orig"}
+    (newer / "2026-08-20T03-05-46-120Z_stelegram_3A-42_5Fa.jsonl").write_bytes(
+        json.dumps(spec_header).encode() + b"\n" + body
+    )
     agent = make_agent(model="scripted/echo")
-    done = run_cli("sessions", "import", str(original), str(agent))
+    done = run_cli("sessions", "import", str(original), str(agent), "--all")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("imported telegram:-1001234567890 (")
-    assert find_record(sessions_dir(agent), "telegram:-1001234567890") is not None
+    assert sorted(line.split(" (")[0] for line in done.stdout.splitlines()) == [
+        "imported telegram:-1001234567890",
+        "imported telegram:-42_a",  # the s-id decoded as the directory it came from spells it
+    ]
+    for session in ("telegram:-1001234567890", "telegram:-42_a"):
+        found = find_record(sessions_dir(agent), session)
+        assert found is not None and found.parent.name == "agent-session"
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "fastagent.config.ts").write_text("export default {};\n")

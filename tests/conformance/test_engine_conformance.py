@@ -173,7 +173,7 @@ async def test_must6_two_instances_share_only_the_session_directory(tmp_path: Pa
     subject = PairSubject(tmp_path / "shared-sessions")
     await suite.must6_portable(subject)
     files = record_files(tmp_path / "shared-sessions")
-    assert len(files) == 1 and files[0].name.endswith("Z_-1001234567890.jsonl")
+    assert len(files) == 1 and files[0].name.endswith("Z_s-1001234567890.jsonl")
 
 
 async def test_whole_suite_runs_as_one(tmp_path: Path) -> None:

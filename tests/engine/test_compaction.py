@@ -172,20 +172,57 @@ async def test_a_second_overflow_fails_the_run(tmp_path: Path) -> None:
     )
 
 
+async def _finished(seen: list[SessionEvent]) -> SessionEvent:
+    for _ in range(200):
+        done = [e for e in seen if e.type == "compaction_finished"]
+        if done:
+            return done[-1]
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no compaction_finished in {[e.type for e in seen]}")
+
+
+async def test_a_manual_compaction_of_a_small_session_summarises_it_whole(tmp_path: Path) -> None:
+    # Issue 26: asked to compact, a session smaller than what a compaction keeps compacts (the
+    # original did) instead of answering nothing_to_compact; only an empty one has nothing to do.
+    model = Model()
+    agent = make_agent(tmp_path, model)
+    await agent.store.open_or_create("empty")
+    empty = await session_control(agent).sessions.get("empty").compact()
+    assert (empty.code, empty.error.message) == (NOTHING_TO_COMPACT, NOTHING_TO_COMPACT_TEXT)  # type: ignore[union-attr]
+    s = session_control(agent).sessions.get("m")
+    await drain(agent.invoke("m", "hello"))  # one short exchange: far below the 30 tokens kept
+    seen: list[SessionEvent] = []
+    watcher = asyncio.create_task(watch(agent, "m", seen))
+    await asyncio.sleep(0)
+    assert (await s.compact()).ok
+    finished = await _finished(seen)
+    watcher.cancel()
+    assert finished.data["summary"].startswith(SUMMARY)
+    assert "hello" in str(model.summaries[-1].messages)  # the whole exchange was summarised
+    record = await agent.store.read("m")
+    assert record is not None
+    (entry,) = [e for e in record.entries if e["type"] == "compaction"]
+    assert entry["firstKeptEntryId"] == entry["id"]  # nothing kept
+    (summary,) = record.context().messages  # the context starts with the summary alone
+    assert summary["content"][0]["text"].startswith(COMPACTION_SUMMARY_PREFIX)
+    again = await s.compact()
+    assert (again.code, again.error.message) == (NOTHING_TO_COMPACT, ALREADY_COMPACTED)  # type: ignore[union-attr]
+    await drain(agent.invoke("m", "more"))
+    after = await agent.store.read("m")
+    assert after is not None and [m["role"] for m in after.context().messages] == [
+        "user",
+        "user",
+        "assistant",
+    ]
+
+
 async def test_manual_compaction_with_instructions_and_nothing_to_compact(tmp_path: Path) -> None:
     model = Model()
     agent = make_agent(tmp_path, model)
     s = session_control(agent).sessions.get("m")
     missing = await s.compact()
     assert missing.code == "no_such_session"
-    await drain(agent.invoke("m", long("one")))
-    small = await s.compact()
-    assert (small.code, small.error.retryable, small.error.message) == (  # type: ignore[union-attr]
-        NOTHING_TO_COMPACT,
-        False,
-        NOTHING_TO_COMPACT_TEXT,
-    )
-    for text in ("two", "three"):
+    for text in ("one", "two", "three"):
         await drain(agent.invoke("m", long(text)))
     seen: list[SessionEvent] = []
     watcher = asyncio.create_task(watch(agent, "m", seen))

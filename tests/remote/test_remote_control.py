@@ -21,6 +21,7 @@ from fastagent_cli.control import (
     SessionsUnavailable,
     SessionUpdate,
 )
+from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.errors import ControlRequestError
 from fastagent_cli.remote import (
     REQUEST_FAILED,
@@ -141,7 +142,10 @@ async def test_writes_and_actions_answer_the_same_results_and_codes(hub: Hub) ->
     assert (await hub.remote.sessions.fork("w", at, "w-copy")).ok  # idempotent
     refused = await hub.remote.sessions.fork("w", "no-such-entry", "w-copy")
     assert refused.code == "invalid_command" and refused.error is not None and not refused.error.retryable
-    assert (await remote.compact()).code == "nothing_to_compact"
+    engine = hub.service.opened.agent
+    assert isinstance(engine, EngineAgent)
+    await engine.store.open_or_create("empty")  # a session with no message yet
+    assert (await hub.remote.sessions.get("empty").compact()).code == "nothing_to_compact"
     assert (await hub.remote.sessions.get("w-copy").delete()).ok
     assert (await hub.remote.sessions.get("w-copy").delete()).code == "no_such_session"
 

@@ -350,7 +350,7 @@ async def test_actions_steer_and_abort_a_run_and_refuse_malformed_ones(plane: Pl
     events = await asyncio.wait_for(running, 10)
     assert events[-1].type == "failed" and events[-1].code == "aborted"
     status, body = await action({"type": "compact", "instructions": "x"})
-    assert body["error"]["code"] == "nothing_to_compact"
+    assert body == {"ok": True}  # the aborted turn's small session compacts whole (issue 26)
     assert (await action({"type": "compact", "instructions": 3}))[1]["error"][
         "message"
     ] == "malformed command"

@@ -13,7 +13,7 @@ from fastagent_cli.contract import Completed, Text
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.models.scripted import ScriptedModel
 from fastagent_cli.serving.invoke_http import create_invoke_handler
-from fastagent_cli.sessions.layout import encode_id
+from fastagent_cli.sessions.layout import spec_id
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.engine.fake_model import agent_on_fake
 from tests.fakes.fake_providers import FakeOpenAI, openai_reply
@@ -59,7 +59,7 @@ async def test_a_request_with_lone_surrogates_completes_and_round_trips(
     finally:
         await agent.aclose()
     lines = record_lines(agent, SESSION)
-    assert lines[0]["id"] == encode_id(SESSION)  # the header's id: the caller's, encoded
+    assert lines[0]["id"] == spec_id(SESSION)  # the header's id: the caller's, in the spec's spelling
     user = lines[1]["message"]
     assert isinstance(user, dict) and user["content"] == [{"type": "text", "text": TEXT}]
 

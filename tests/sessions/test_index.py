@@ -122,12 +122,12 @@ async def test_a_creation_elsewhere_in_the_same_mtime_tick_is_not_duplicated(tmp
     mine = FileSessionStore(tmp_path / "s", tmp_path)
     theirs = FileSessionStore(tmp_path / "s", tmp_path)
     await mine.open_or_create("a")  # my map is complete and trusted now
-    directory = mine.files.directory
+    directory = mine.files.own
     tick = os.stat(directory)
     created = await theirs.open_or_create("b")
     os.utime(directory, ns=(tick.st_atime_ns, tick.st_mtime_ns))  # a coarse clock: still the same tick
     again = await mine.open_or_create("b")  # the creation counter moved: my map is stale
-    assert again.header == created.header and len(list(directory.glob("*_b.jsonl"))) == 1
+    assert again.header == created.header and len(list(directory.glob("*_sb.jsonl"))) == 1
 
 
 def test_a_record_published_during_a_listing_is_not_lost_under_it(

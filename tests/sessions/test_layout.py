@@ -15,12 +15,76 @@ from fastagent_cli.sessions.index import name_key
 from fastagent_cli.sessions.layout import (
     caller_id,
     decode_id,
+    decode_spec_id,
     encode_id,
     record_key,
     record_name,
+    spec_id,
+    spec_key,
+    spec_record_name,
     stamp_of,
     workspace_dirname,
 )
+
+SPEC = [
+    # what the original after 0.18 spells (its piSessionId, session-store.ts, run under Node 22)
+    ("-1001234567890", "s-1001234567890"),
+    ("telegram:42", "stelegram_3A42"),
+    ("feishu:oc_abc/123", "sfeishu_3Aoc_5Fabc_2F123"),
+    ("slack:T1:C2:1700000000.1", "sslack_3AT1_3AC2_3A1700000000.1"),
+    ("schedule:digest", "sschedule_3Adigest"),
+    ("a b", "sa_20b"),
+    ("_", "s_5F"),
+    ("%", "s_25"),
+    ("é", "s_E9"),
+    ("中", "s_u4E2D"),
+    ("😀", "s_uD83D_uDE00"),
+    ("\ud800", "s_uD800"),
+    ("\u0100", "s_u0100"),
+    ("\u0010" + "0", "s_100"),
+    ("..", "s._2E"),
+    ("x/../../etc", "sx_2F.._2F.._2Fetc"),
+    ("ends.", "sends_2E"),
+    ("ends-", "sends_2D"),
+    ("s42", "ss42"),
+    ("42", "s42"),
+    ("", "s"),
+]
+
+
+@pytest.mark.parametrize(("session", "encoded"), SPEC)
+def test_new_ids_are_spelled_as_the_spec_and_the_original_after_018_spell_them(
+    session: str, encoded: str
+) -> None:
+    assert spec_id(session) == encoded
+    assert decode_spec_id(encoded) == session
+    assert caller_id({"type": "session", "id": encoded}, spec=True) == session
+    assert (
+        spec_record_name("2026-03-15T10:00:00.000Z", session) == f"2026-03-15T10-00-00-000Z_{encoded}.jsonl"
+    )
+
+
+def test_the_spec_spelling_is_injective_and_decodes_only_canonical_names() -> None:
+    rng = random.Random(26)
+    alphabet = "aZ09.-_%:/ \u00e9\u0100\u4e2d\U0001f600\ud800s"
+    seen: dict[str, str] = {}
+    for _ in range(5000):
+        session = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        encoded = spec_id(session)
+        assert seen.setdefault(encoded, session) == session
+        assert decode_spec_id(encoded) == session
+        assert not encoded.endswith((".", "-")) and not encoded.startswith(".")
+    for foreign in ("telegram%3A42", "s_3a", "s_", "s_u12", "s.", "-100", "0193a6f2-uuid"):
+        assert decode_spec_id(foreign) is None
+    assert caller_id({"type": "session", "id": "0193a6f2-uuid"}, spec=True) == "0193a6f2-uuid"  # pi's own
+
+
+def test_a_long_spec_id_is_shortened_in_the_file_name_only() -> None:
+    session = "x" * 300
+    key = spec_key(session)
+    assert len(key) < 200 and key.startswith("s" + "x" * 99 + "~")
+    assert spec_key("short") == "sshort"
+
 
 ORIGINAL = [
     ("-1001234567890", "-1001234567890"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fastagent_cli.errors import SessionBusyError, SessionError
-from fastagent_cli.sessions.layout import record_name, workspace_dirname
+from fastagent_cli.sessions.layout import record_name
 from fastagent_cli.sessions.record import INTERRUPTED_TOOL_TEXT
 from fastagent_cli.sessions.store import FileSessionStore, MemorySessionStore
 from tests.conftest import record_files
@@ -34,9 +34,9 @@ async def test_the_record_is_published_when_created(tmp_path: Path) -> None:
     header = lines(path)[0]
     assert list(header) == ["type", "version", "id", "timestamp", "cwd"]  # pi's header, in pi's order
     assert header["type"] == "session" and header["version"] == 3
-    assert header["cwd"] == str(tmp_path) and header["id"] == "-1001234567890"
+    assert header["cwd"] == str(tmp_path) and header["id"] == "s-1001234567890"  # the spec's spelling
     stamp = str(header["timestamp"]).replace(":", "-").replace(".", "-")
-    assert path == tmp_path / "s" / workspace_dirname(str(tmp_path)) / f"{stamp}_-1001234567890.jsonl"
+    assert path == tmp_path / "s" / "agent-session" / f"{stamp}_s-1001234567890.jsonl"
     record.append_message({"role": "user", "content": [{"type": "text", "text": "q"}], "timestamp": 1})
     assert lines(path)[1]["message"]["content"][0]["text"] == "q"
     again = await store.open_or_create("-1001234567890")
@@ -297,7 +297,7 @@ async def test_records_and_their_directories_are_private_from_creation(tmp_path:
         path.relative_to(tmp_path).as_posix(): oct(path.stat().st_mode & 0o777)
         for path in [state, *sorted(state.rglob("*"))]
     }
-    records = f".fastagent/sessions/{workspace_dirname(str(tmp_path))}"
+    records = ".fastagent/sessions/agent-session"
     assert modes == {
         ".fastagent": "0o700",
         ".fastagent/sessions": "0o700",
@@ -359,3 +359,45 @@ async def test_records_are_private_from_creation(tmp_path: Path) -> None:
     path = path_of(store, "private")
     assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
     assert not list((tmp_path / "s" / ".staging").iterdir())  # the staged copy is gone
+
+
+async def test_workspaces_sharing_a_sessions_directory_keep_their_own_records(tmp_path: Path) -> None:
+    # agent-session/ holds every workspace's records (as the original after 0.18 keeps them):
+    # a store opens and lists only those whose header names its workspace
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shared = tmp_path / "shared"
+    a = FileSessionStore(shared, tmp_path / "a")
+    b = FileSessionStore(shared, tmp_path / "b")
+    first = await a.open_or_create("-100")
+    first.append_message({"role": "user", "content": [{"type": "text", "text": "in a"}], "timestamp": 1})
+    assert await b.open_if_exists("-100") is None  # a's record is not b's
+    second = await b.open_or_create("-100")
+    second.append_message({"role": "user", "content": [{"type": "text", "text": "in b"}], "timestamp": 1})
+    assert path_of(a, "-100") != path_of(b, "-100")
+    assert {p.parent.name for p in (path_of(a, "-100"), path_of(b, "-100"))} == {"agent-session"}
+    assert [s.first_prompt for s in a.list_sessions()] == ["in a"]
+    assert [s.first_prompt for s in b.list_sessions()] == ["in b"]
+    reopened = await FileSessionStore(shared, tmp_path / "a").open_if_exists("-100")  # a new process
+    assert reopened is not None and reopened.entries[0]["message"]["content"][0]["text"] == "in a"
+    assert await a.delete("-100") and await b.open_if_exists("-100") is not None
+
+
+async def test_an_older_layout_record_is_continued_in_place_and_the_spec_one_wins(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "s", tmp_path)
+    older = store.files.directory  # --<workspace>--/: the original 0.18's, and this package's before
+    older.mkdir(parents=True)
+    header = {"type": "session", "version": 3, "id": "telegram%3A-5", "timestamp": "2026-01-01T00:00:00.000Z"}
+    path = older / record_name("2026-01-01T00:00:00.000Z", "telegram:-5")
+    path.write_text(json.dumps({**header, "cwd": str(tmp_path)}) + "\n")
+    record = await store.open_or_create("telegram:-5")
+    record.append_message({"role": "user", "content": [{"type": "text", "text": "more"}], "timestamp": 1})
+    assert path_of(store, "telegram:-5") == path and len(lines(path)) == 2  # appended where it was
+    assert not (tmp_path / "s" / "agent-session").exists()  # nothing moved, nothing created
+    # the same id in the spec's layout (the original after 0.18 created one): that one is opened
+    spec = tmp_path / "s" / "agent-session" / "2026-01-01T00-00-00-000Z_stelegram_3A-5.jsonl"
+    spec.parent.mkdir()
+    spec.write_text(json.dumps({**header, "id": "stelegram_3A-5", "cwd": str(tmp_path)}) + "\n")
+    again = FileSessionStore(tmp_path / "s", tmp_path)
+    assert path_of(again, "telegram:-5") == spec
+    assert [s.session for s in again.list_sessions()].count("telegram:-5") == 1

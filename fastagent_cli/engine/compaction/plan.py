@@ -16,6 +16,11 @@
   moves to the next valid point after it); with none after it nothing is kept
   (:data:`KEEP_NOTHING`): a pasted block as large as the window must not survive the compaction
   that was meant to make room.
+* A manual compaction (``manual``) of a session smaller than ``keep_recent_tokens`` summarises
+  everything since the last boundary and keeps nothing (:data:`KEEP_NOTHING`), where an automatic
+  one has nothing to do: asked to compact, the session compacts (FastAgent 0.18 compacted there
+  too, with a summary of nothing and every message kept, which frees no room). Only a session
+  with no message since its last boundary has nothing to compact.
 * Repeated compactions re-summarise from the previous compaction's kept boundary, so what it kept
   is never lost, and update its summary (``previous_summary``).
 * File lists are cumulative: the previous compaction's lists plus the ``path`` arguments of
@@ -129,12 +134,18 @@ def _messages(entries: Sequence[Entry]) -> list[Message]:
 
 
 def prepare_compaction(
-    path: Sequence[Entry], keep_recent_tokens: int, max_kept: int | None = None, *, again: bool = False
+    path: Sequence[Entry],
+    keep_recent_tokens: int,
+    max_kept: int | None = None,
+    *,
+    again: bool = False,
+    manual: bool = False,
 ) -> CompactionPlan | str:
     """The plan for compacting the active ``path``, or why there is nothing to do
     (:data:`ALREADY_COMPACTED`, :data:`NOTHING_TO_COMPACT_TEXT`). ``again``: a path that ends
     with a compaction may be compacted once more (what it kept is summarised into its summary):
-    a prompt needs the room that compaction left to its kept part."""
+    a prompt needs the room that compaction left to its kept part. ``manual``: asked for, a
+    session too small to cut compacts whole (see the module notes)."""
     if path and path[-1].get("type") == "compaction" and not again:
         return ALREADY_COMPACTED
     previous = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1)
@@ -169,7 +180,11 @@ def prepare_compaction(
     to_summarize = _messages(path[start:history_end])
     turn_prefix = _messages(path[turn_start:cut]) if turn_start >= 0 else []
     if not to_summarize and not turn_prefix:
-        return NOTHING_TO_COMPACT_TEXT
+        everything = _messages(path[start:end]) if manual else []
+        if not everything:
+            return NOTHING_TO_COMPACT_TEXT
+        _file_ops(everything, read, modified)
+        return CompactionPlan(KEEP_NOTHING, everything, [], tokens_before, previous_summary, read, modified)
     _file_ops(to_summarize, read, modified)
     _file_ops(turn_prefix, read, modified)
     return CompactionPlan(

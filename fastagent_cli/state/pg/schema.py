@@ -15,6 +15,11 @@ Version 1:
   (entries, the summaries they change, event notifications, lease releases), in one transaction;
 * ``fastagent_channel_append(...)``: one journal append, positions taken under the document's
   row lock, then a notification naming the new position.
+
+Version 2:
+
+* ``fastagent_runs``: the schedule run log (:mod:`.runs`), one row per scheduled or woken turn,
+  its record as JSON text.
 """
 
 from __future__ import annotations
@@ -149,6 +154,18 @@ END
 $$;
 """
 
+_V2 = r"""
+CREATE TABLE fastagent_runs (
+    id bigserial PRIMARY KEY,
+    namespace text NOT NULL,
+    name text NOT NULL,
+    body text NOT NULL,
+    recorded timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX fastagent_runs_by_name ON fastagent_runs (namespace, name, id);
+"""
+
 MIGRATIONS: list[Migration] = [
     (1, "sessions, schedule claims, channel state, event spill", _V1),
+    (2, "schedule run log", _V2),
 ]

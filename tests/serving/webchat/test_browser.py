@@ -594,13 +594,10 @@ def test_a_cut_off_answer_is_marked_and_a_refusal_offers_compaction(page: Page) 
     assert page.text("[data-action=compact]") == "Compact the conversation"
     screenshot(page.driver, "11-compaction-offered")
     page.click("[data-action=compact]")
-    toasts: list[str] = []
-
-    def answered() -> bool:
-        toasts.append(page.driver.execute_script("return document.getElementById('toasts').textContent"))
-        return "Nothing to compact (session too small)" in toasts[-1]
-
+    # the session is small, and asked to compact it compacts (issue 26): its whole history is
+    # summarised and the transcript marks where
     try:
-        wait_until(answered, "the compaction's answer")
+        page.wait_text("Earlier conversation compacted", within=30)
     except AssertionError:
-        raise AssertionError(str(set(toasts)) + " | " + page.text() + " | " + str(page.errors())) from None
+        raise AssertionError(page.text() + " | " + str(page.errors())) from None
+    page.idle()
