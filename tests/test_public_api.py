@@ -14,6 +14,7 @@ PUBLIC = [
     "Agent",
     "AgentEvent",
     "AgentFailure",
+    "ApprovalRequested",
     "CollectResult",
     "Completed",
     "ControlRequestError",

@@ -28,6 +28,7 @@ from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
+    is_loopback,
     local_base_url,
     resolve_bind,
     resolve_port,
@@ -177,6 +178,7 @@ async def _serve(
 ) -> Outcome:
     config = service.opened.config
     host = resolve_bind(options, config.http.host)
+    service.opened.serve_on(is_loopback(host) and not options.tunnel)
     try:
         check_tunnel_bind(options, config.http.host)
         sockets = link.listen_sockets() if link is not None else []  # the dev supervisor's

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastagent_cli.messages import ContentBlock
 from fastagent_cli.models.types import ToolSpec
+from fastagent_cli.tools.approval import ApprovalFlag
 
 if TYPE_CHECKING:
     from fastagent_cli.sessions.record import SessionRecord
@@ -144,7 +145,8 @@ class Tool:
     ``execute`` receives the raw JSON arguments; validation is the tool's own job (the
     :func:`define_tool` wrapper validates with pydantic and answers invalid arguments as a result).
     ``sequential`` tools make their whole batch run one call at a time. ``timeout`` (seconds)
-    overrides the engine's default limit for one call of this tool.
+    overrides the engine's default limit for one call of this tool. ``approval`` (see
+    :mod:`fastagent_cli.tools.approval`) makes its calls wait for a person's answer.
     """
 
     name: str
@@ -156,6 +158,8 @@ class Tool:
     prompt_snippet: str | None = None
     source: str = "builtin"
     timeout: float | None = None
+    approval: ApprovalFlag = None
+    """``True`` or a predicate over the arguments: a call waits for a person's answer."""
 
     @property
     def spec(self) -> ToolSpec:
