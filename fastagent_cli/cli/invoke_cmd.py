@@ -9,8 +9,9 @@ prints every event as one JSON line on stdout instead, after a first line
 stderr note (``[fastagent] compacting the conversation (N tokens)...`` and its result), with
 ``--json`` its ``compaction_started`` / ``compaction_finished`` events as JSON lines (the session
 events' data under their ``type``). Exit 1 iff the turn failed. Without
-``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
-tool prints (or a process it starts) goes to stderr.
+``--session`` or ``--continue`` every call is a fresh session. Nobody is asked about tool
+approvals: ``--approve`` answers them (:mod:`~fastagent_cli.cli.invoke_approvals`). Stdout
+carries nothing else: what a tool prints (or a process it starts) goes to stderr.
 
 An explicit ``--model`` runs this turn and becomes the session's model (a ``model_change`` entry),
 so the header always names the model that runs: the session's own model when it has one.
@@ -38,6 +39,7 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.cli.help_text import examples
+from fastagent_cli.cli.invoke_approvals import APPROVE_HELP, approver
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ def _quoted(text: str) -> str:
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
+@click.option("--approve", "approve", default="none", metavar="all|none|TOOL,...", help=APPROVE_HELP)
 def invoke(
     message: str | None,
     directory: str,
@@ -97,6 +100,7 @@ def invoke(
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
+    approve: str,
 ) -> None:
     """Run one turn of the agent in DIR (default .) and print the answer.
 
@@ -108,6 +112,7 @@ def invoke(
     if session is not None and not session.strip():
         raise UsageError("--session needs a non-empty id")
     _check_order(message, directory)
+    answer = approver(approve)  # a bad value is a usage error before anything runs
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
@@ -119,6 +124,7 @@ def invoke(
     )
     out = claim_stdout()  # from here on, only the answer (or the events) reaches stdout
     opened = open_agent(surface)
+    opened.answer_approvals(answer, f"invoke --approve {approve}")
     say_findings(opened)
     markdown = not (as_json or raw) and out.isatty()  # a pipe or a file gets the text as written
     ok = run_async(_invoke(opened, session, continue_last, text, as_json, out, markdown))
