@@ -60,6 +60,8 @@ class PendingApproval:
     requested_at: int
     expires_at: int | None = None
     answerers: tuple[str, ...] = ()
+    within: str | None = None
+    """The tool call that made this one (code mode's nested calls), if any."""
 
     def to_json(self) -> dict[str, Any]:
         """The state's ``approvals[]`` item (and the record entry's / the event's ``data``)."""
@@ -71,6 +73,7 @@ class PendingApproval:
             "requestedAt": self.requested_at,
             "expiresAt": self.expires_at,
             "answerers": list(self.answerers),
+            **({"within": self.within} if self.within else {}),
         }
 
     @classmethod
@@ -126,7 +129,10 @@ def pending_on_branch(ancestors: Iterable[Mapping[str, Any]]) -> list[PendingApp
             request = PendingApproval.from_json(data)
         except ValueError:
             continue
-        if request.id not in decided and request.tool_call_id not in answered:
+        closed = request.tool_call_id in answered or (
+            request.within is not None and request.within in answered
+        )
+        if request.id not in decided and not closed:
             found.append(request)
     found.reverse()
     return found

@@ -102,9 +102,16 @@ class ApprovalDesk:
     # --- the run's side -------------------------------------------------------------------------
 
     async def gate(
-        self, call: ToolCall, tool: Tool, record: SessionRecord, run: Run, emit: Emit
+        self,
+        call: ToolCall,
+        tool: Tool,
+        record: SessionRecord,
+        run: Run,
+        emit: Emit,
+        within: str | None = None,
     ) -> ToolResult | None:
-        """``None``: run the call; else the denial to record as its result."""
+        """``None``: run the call; else the denial to record as its result. ``within``: the tool
+        call that makes this one (code mode's nested calls: not resumable, the outer call is)."""
         verdict = self.policy.verdict(tool.name, tool.approval, call["arguments"])
         if verdict == "run":
             return None
@@ -114,7 +121,7 @@ class ApprovalDesk:
             for decision in decisions_on_branch(branch).values():
                 if decision.get("toolCallId") == call["id"]:  # answered before a restart
                     return _outcome(Answer(decision.get("decision", "deny"), "", decision.get("reason")))
-        request = earlier or self._request(call, record.session)
+        request = earlier or self._request(call, record.session, within)
         if earlier is None and (verdict == "deny" or self.auto is not None):
             # nobody is asked: the decision alone is the audit entry
             if verdict == "deny":
@@ -135,7 +142,7 @@ class ApprovalDesk:
         self._decide(request, answer, record, run, emit)
         return _outcome(answer)
 
-    def _request(self, call: ToolCall, session: str) -> PendingApproval:
+    def _request(self, call: ToolCall, session: str, within: str | None) -> PendingApproval:
         now = now_ms()
         timeout = self.policy.timeout
         return PendingApproval(
@@ -146,6 +153,7 @@ class ApprovalDesk:
             requested_at=now,
             expires_at=now + int(timeout * 1000) if timeout else None,
             answerers=self.policy.answerers,
+            within=within,
         )
 
     async def _wait(self, request: PendingApproval, record: SessionRecord, run: Run, emit: Emit) -> Answer:

@@ -30,7 +30,15 @@ from fastagent_cli.engine.failures import first_failure
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.tools.base import ReadonlySession, RunScope, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.base import (
+    NestedApproval,
+    ReadonlySession,
+    RunScope,
+    Tool,
+    ToolContext,
+    ToolResult,
+    text_result,
+)
 from fastagent_cli.tools.prints import tool_prints
 from fastagent_cli.tools.result_limit import limit_result
 
@@ -137,6 +145,7 @@ async def run_tool_batch(
             tool_call_id=call["id"],
             progress=progress,
             run=scope,
+            approve=_nested(approvals, call, record, run, emit) if approvals is not None else None,
         )
         denied = None
         if tool is not None and approvals is not None and approvals.gated(tool):
@@ -183,6 +192,24 @@ async def run_tool_batch(
         # error as it would on any other write, not with the task group that carried it
         raise first_failure(group) from None
     return [results[c["id"]] for c in calls]
+
+
+def _nested(
+    approvals: ApprovalDesk,
+    call: ToolCall,
+    record: SessionRecord,
+    run: Run,
+    emit: Callable[[SessionEvent], None],
+) -> NestedApproval:
+    """The gate of the calls a tool makes itself (code mode's): asked within ``call``."""
+
+    async def approve(call_id: str, tool: Tool, args: Mapping[str, Any]) -> ToolResult | None:
+        if not approvals.gated(tool):
+            return None
+        nested: ToolCall = {"type": "toolCall", "id": call_id, "name": tool.name, "arguments": dict(args)}
+        return await approvals.gate(nested, tool, record, run, emit, within=call["id"])
+
+    return approve
 
 
 def _record_aborted(

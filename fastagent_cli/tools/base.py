@@ -26,6 +26,7 @@ __all__ = [
     "Tool",
     "ToolActivation",
     "ToolContext",
+    "NestedApproval",
     "ToolResult",
     "text_result",
 ]
@@ -127,6 +128,9 @@ class ToolContext:
     """Where :meth:`report` goes (the engine publishes it as ``tool_progress``)."""
     run: RunScope | None = None
     """The run this call belongs to (``None`` outside the engine)."""
+    approve: NestedApproval | None = None
+    """For a tool that calls other tools (code mode): ``await ctx.approve(call_id, tool, args)``
+    is ``None`` when the nested call may run, else the denial (it may wait for a person)."""
 
     def report(self, partial: Any) -> None:
         """Report progress: ``partial`` is the whole result so far (a snapshot that replaces the
@@ -136,6 +140,7 @@ class ToolContext:
 
 
 Execute = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+NestedApproval = Callable[[str, "Tool", Mapping[str, Any]], Awaitable[ToolResult | None]]
 
 
 @dataclass(slots=True)
