@@ -306,7 +306,8 @@ class SessionState:
         if self.usage is not None:
             out["usage"] = self.usage.to_json()
         _put(out, "leafEntryId", self.leaf_entry_id)
-        out["approvals"] = [a.to_json() for a in self.approvals]
+        if self.approvals:  # absent when none wait (additive: older readers see what they saw)
+            out["approvals"] = [a.to_json() for a in self.approvals]
         return out
 
     @classmethod
