@@ -154,6 +154,8 @@ class ApprovalRequested:
     tool: str
     args: Json
     expires_at: int | None = None
+    answerers: tuple[str, ...] = ()
+    """Platform user ids allowed to answer besides the person who asked (``[approval] allow_from``)."""
     type: Literal["approval_requested"] = field(default="approval_requested", init=False)
 
 
@@ -234,6 +236,7 @@ def event_to_json(event: AgentEvent) -> dict[str, Json]:
             "tool": event.tool,
             "args": event.args,
             "expiresAt": event.expires_at,
+            "answerers": list(event.answerers),
         }
     if isinstance(event, Completed):
         return {"type": "completed"} if event.data is None else {"type": "completed", "data": event.data}
@@ -305,6 +308,7 @@ def event_from_json(obj: Mapping[str, Json]) -> AgentEvent:
                 _str(obj["tool"]),
                 obj.get("args"),
                 None if expires is None else _int(expires),
+                tuple(_str(a) for a in obj.get("answerers") or ()),
             )
         if kind == "completed":
             return Completed(obj.get("data"))

@@ -19,6 +19,7 @@ from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
+from fastagent_cli.channels.telegram.approvals import TelegramApprovals
 from fastagent_cli.channels.telegram.parse import bot_id_from_token, buffer_line
 from fastagent_cli.channels.telegram.runner import TurnRunner, is_turn, turn_order
 from fastagent_cli.state.channel_state import channel_home
@@ -64,7 +65,9 @@ class TelegramRuntime(ChannelRuntime):
         self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
-        self.run_on(TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error))
+        runner = TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error)
+        self.run_on(runner)
+        self.approvals = runner.approvals = TelegramApprovals(self.api, self.control, self.tasks)
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
         if self.bot_id is None:
