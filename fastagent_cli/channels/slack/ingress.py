@@ -8,6 +8,7 @@ import logging
 from aiohttp import web
 
 from fastagent_cli.channels.kit.routes import ChannelRoutes, acknowledge_when_durable
+from fastagent_cli.channels.slack.approvals import INTERACTIVITY_ROUTE
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.verify import verify_slack_signature
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
@@ -26,7 +27,8 @@ class SlackIngress:
         self.intake = intake
 
     def routes(self) -> ChannelRoutes:
-        return ChannelRoutes({ROUTE: self.handle}, start=self.intake.start, close=self.intake.aclose)
+        routes = {ROUTE: self.handle, INTERACTIVITY_ROUTE: self.intake.approvals.handle}
+        return ChannelRoutes(routes, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = await read_post_body(request)

@@ -65,8 +65,9 @@ class TelegramRuntime(ChannelRuntime):
         self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
-        runner = TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error)
-        self.run_on(runner)
+        self.run_on(TurnRunner(ctx.agent, self.api, self.turns, self.buffers, files, format_error))
+        runner = self.runner
+        assert isinstance(runner, TurnRunner)
         self.approvals = runner.approvals = TelegramApprovals(self.api, self.control, self.tasks)
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
