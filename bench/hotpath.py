@@ -2,7 +2,7 @@
 model over real HTTP (prints figures; not a test).
 
     .venv/bin/python bench/hotpath.py [--rows stream,growth,latency,thousand]
-    .venv/bin/python bench/hotpath.py --compare main [--rounds 3]
+    .venv/bin/python bench/hotpath.py --compare main [--rounds 3] [--gated]
 
 Three processes: the fake model (:mod:`fake_openai`, one token per TCP write every
 ``--interval-ms``), the real ``fastagent start`` on it (``python -m fastagent_cli``, as users run
@@ -25,6 +25,9 @@ Rows (the issue's table):
 * ``startup`` (start-up must not regress): ``--version`` and ``invoke`` on the scripted model
   (wall ms, median of ``--starts``; invoke's peak RSS), ``start`` from spawn to ``/health``
   answering 200 and its RSS once idle.
+
+``--gated`` serves a tool that needs approval (issue 30: it must add no CPU to the turns that
+never call it; a build without approvals serves the same tool unflagged).
 
 ``--compare REF`` extracts ``REF`` (default ``main``) with ``git archive`` into a temporary
 directory and runs that build and this checkout alternately (interleaved, ``--rounds`` times, the
@@ -119,10 +122,32 @@ class FakeModel:
         self.process.wait()
 
 
-def make_agent(root: Path, model_port: int) -> Path:
+_GATED_TOOL = """from fastagent_cli import tool
+
+
+@tool{flag}
+def deploy(env: str) -> str:
+    \"\"\"Deploy to an environment (the bench's turns never call it).\"\"\"
+    return f"deployed {{env}}"
+"""
+
+
+def make_agent(root: Path, model_port: int, gated: Build | None = None) -> Path:
+    """The bench agent; ``gated``: with a tool that needs approval (``@tool(approval=True)`` and
+    ``[approval] tools``) when that build has approvals, the same tool unflagged when it has not,
+    so both builds serve the same tool set."""
     agent = root / "agent"
     agent.mkdir(parents=True)
-    (agent / "fastagent.toml").write_text('model = "fake/fast"\ncoding_tools = false\n')
+    config = 'model = "fake/fast"\ncoding_tools = false\n'
+    if gated is not None:
+        approvals = (gated.path / "fastagent_cli" / "tools" / "approval.py").exists()
+        (agent / "tools").mkdir()
+        (agent / "tools" / "deploy.py").write_text(
+            _GATED_TOOL.format(flag="(approval=True)" if approvals else "")
+        )
+        if approvals:
+            config += '[approval]\ntools = ["deploy", "bash"]\n'
+    (agent / "fastagent.toml").write_text(config)
     provider = {
         "baseUrl": f"http://127.0.0.1:{model_port}/v1",
         "api": "openai-completions",
@@ -240,6 +265,7 @@ class Options:
     concurrent_tokens: int
     thousand: int
     starts: int
+    gated: bool = False
 
 
 async def row_stream(server: Server, opts: Options) -> Figures:
@@ -423,7 +449,7 @@ async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Option
     out: dict[str, Figures] = {}
     for row in rows:
         with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
-            server = Server(build, make_agent(Path(tmp), model.port))
+            server = Server(build, make_agent(Path(tmp), model.port, build if opts.gated else None))
             try:
                 await server.ready()
                 if row == "stream":
@@ -493,6 +519,9 @@ async def main() -> None:
     parser.add_argument("--concurrent-tokens", type=int, default=50)
     parser.add_argument("--thousand", type=int, default=1000)
     parser.add_argument("--starts", type=int, default=7)
+    parser.add_argument(
+        "--gated", action="store_true", help="serve a tool that needs approval (never called)"
+    )
     args = parser.parse_args()
     rows = [r for r in args.rows.split(",") if r]
     unknown = set(rows) - set(ROWS)
@@ -506,6 +535,7 @@ async def main() -> None:
         args.concurrent_tokens,
         args.thousand,
         args.starts,
+        args.gated,
     )
     model = FakeModel(args.interval_ms)
     table = Table()

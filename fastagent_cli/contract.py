@@ -31,6 +31,7 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentFailure",
+    "ApprovalRequested",
     "CollectResult",
     "Completed",
     "Failed",
@@ -152,6 +153,21 @@ class Retrying:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """Advisory: tool call ``tool_call_id`` waits for a person's answer (approval ``id``) until
+    ``expires_at`` (epoch ms, ``None``: no expiry); its outcome arrives as its ``tool_ended``."""
+
+    id: str
+    tool_call_id: str
+    tool: str
+    args: Json
+    expires_at: int | None = None
+    answerers: tuple[str, ...] = ()
+    """Platform user ids allowed to answer besides the person who asked (``[approval] allow_from``)."""
+    type: Literal["approval_requested"] = field(default="approval_requested", init=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Completed:
     """Terminal: the turn finished. ``data`` never repeats the answer text."""
 
@@ -178,7 +194,15 @@ class UnknownEvent:
 
 
 AgentEvent: TypeAlias = (
-    Text | Thinking | ToolStarted | ToolEnded | Retrying | Completed | Failed | UnknownEvent
+    Text
+    | Thinking
+    | ToolStarted
+    | ToolEnded
+    | Retrying
+    | ApprovalRequested
+    | Completed
+    | Failed
+    | UnknownEvent
 )
 
 
@@ -211,6 +235,16 @@ def event_to_json(event: AgentEvent) -> dict[str, Json]:
             "maxAttempts": event.max_attempts,
             "delayMs": event.delay_ms,
             "reason": event.reason,
+        }
+    if isinstance(event, ApprovalRequested):
+        return {
+            "type": event.type,
+            "id": event.id,
+            "toolCallId": event.tool_call_id,
+            "tool": event.tool,
+            "args": event.args,
+            "expiresAt": event.expires_at,
+            "answerers": list(event.answerers),
         }
     if isinstance(event, Completed):
         return {"type": "completed"} if event.data is None else {"type": "completed", "data": event.data}
@@ -273,6 +307,16 @@ def event_from_json(obj: Mapping[str, Json]) -> AgentEvent:
         if kind == "retrying":
             return Retrying(
                 _int(obj["attempt"]), _int(obj["maxAttempts"]), _int(obj["delayMs"]), _str(obj["reason"])
+            )
+        if kind == "approval_requested":
+            expires = obj.get("expiresAt")
+            return ApprovalRequested(
+                _str(obj["id"]),
+                _str(obj["toolCallId"]),
+                _str(obj["tool"]),
+                obj.get("args"),
+                None if expires is None else _int(expires),
+                tuple(_str(a) for a in obj.get("answerers") or ()),
             )
         if kind == "completed":
             return Completed(obj.get("data"))

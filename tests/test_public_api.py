@@ -15,6 +15,7 @@ PUBLIC = [
     "Agent",
     "AgentEvent",
     "AgentFailure",
+    "ApprovalRequested",
     "CollectResult",
     "Completed",
     "ControlRequestError",

@@ -16,6 +16,7 @@ from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.models.types import ModelClient
 from fastagent_cli.sessions.store import MemorySessionStore, SessionStore
+from fastagent_cli.tools.approval import ApprovalPolicy
 from fastagent_cli.tools.base import Tool
 from fastagent_cli.tools.search_tools import with_search_tool
 
@@ -35,6 +36,7 @@ def create_agent(
     retry: RetryPolicy | None = None,
     registry: ModelRegistry | None = None,
     auth_path: str | os.PathLike[str] | None = None,
+    approval: ApprovalPolicy | None = None,
 ) -> EngineAgent:
     """Assemble an agent from typed parts (L1). ``instructions`` is used verbatim.
 
@@ -42,6 +44,8 @@ def create_agent(
     code, e.g. ``ScriptedModel.from_callable(fn)`` (it answers as ``scripted/custom``). When a tool
     is deferred, the built-in ``search_tools`` loader is mounted too (an authored one wins, forced
     sequential); the instructions stay verbatim, so tell the model about ``search_tools`` there.
+    ``approval``: which tool calls wait for a person (the tools' own ``approval`` flags count too;
+    answer through ``agent.approvals.answer``).
     """
     workdir = str(Path(cwd or os.getcwd()).resolve())
     keys = Path(auth_path) if auth_path else None
@@ -63,5 +67,6 @@ def create_agent(
             max_tool_rounds=max_tool_rounds,
             tool_timeout=tool_timeout or None,
             retry=retry or RetryPolicy(),
+            approvals=approval or ApprovalPolicy(),
         )
     )

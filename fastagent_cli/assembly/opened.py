@@ -16,6 +16,7 @@ import asyncio
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from fastagent_cli.assembly.backend import StateBackend
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
@@ -265,6 +266,17 @@ class OpenedAgent:
             f"(every turn on {self.model_spec} fails until it is set)"
         )
 
+    def serve_on(self, loopback: bool) -> None:
+        """Serving on a loopback address (``loopback``) or beyond it: beyond, the built-in coding
+        tools ask for approval unless ``[approval] tools`` says otherwise."""
+        desk = self._engine.approvals
+        desk.policy = self.config.approval.policy().served(loopback)
+
+    def answer_approvals(self, answer: Callable[[str], Literal["approve", "deny"]], by: str) -> None:
+        """Answer every approval request at once from the tool's name (``invoke --approve``)."""
+        desk = self._engine.approvals
+        desk.auto, desk.auto_by = answer, by
+
     async def connect(self) -> None:
         """Connect the state database and apply its migrations (nothing to do on files): what a
         serving command does before it listens. DatabaseError when it cannot be reached."""
@@ -317,6 +329,7 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
                 config.compaction.reserve_tokens,
                 config.compaction.keep_recent_tokens,
             ),
+            approvals=config.approval.policy(),
         )
     )
     return OpenedAgent(engine, surface, resolver, backend)

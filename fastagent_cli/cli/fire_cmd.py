@@ -78,6 +78,7 @@ def fire(
     """
     from fastagent_cli.assembly import inspect_agent_dir, open_agent
     from fastagent_cli.cli.common import claim_stdout
+    from fastagent_cli.cli.invoke_approvals import approver
     from fastagent_cli.cli.invoke_cmd import say_findings, stream_turn
     from fastagent_cli.cli.model_picker import ensure_model
 
@@ -86,6 +87,7 @@ def fire(
     ensure_model(surface, no_input)
     out = claim_stdout()  # what a tool prints goes to stderr, not between the answer's lines
     opened = open_agent(surface)
+    opened.answer_approvals(approver("none", "fire has no one to ask"), "fire")
     if not as_json:
         say(f"[fastagent] fire: {name} (session {schedule.session}, {opened.model_spec})")
     say_findings(opened)

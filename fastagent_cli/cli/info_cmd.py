@@ -22,6 +22,7 @@ from fastagent_cli.cli.help_text import examples
 if TYPE_CHECKING:
     from fastagent_cli.assembly import AgentSurface
     from fastagent_cli.definition.prompt import LoadedDefinition
+    from fastagent_cli.tools.approval import ApprovalPolicy
     from fastagent_cli.tools.base import Tool
 
 __all__ = ["INFO_KEYS", "info", "info_document"]
@@ -57,6 +58,7 @@ INFO_KEYS = (
     "selfSchedule",
     "sessionControl",
     "faces",
+    "approvals",
     "stateRoot",
     "stateBackend",
     "sessionsDir",
@@ -132,6 +134,7 @@ def info_document(
         "selfSchedule": surface.config.self_schedule,
         "sessionControl": surface.config.session_control,
         "faces": surface.config.http.faces(),
+        "approvals": _approvals(surface.config.approval.policy(), tools),
         "stateRoot": str(surface.state_root),
         "stateBackend": _backend(surface),
         "sessionsDir": str(surface.sessions_dir),
@@ -141,6 +144,34 @@ def info_document(
     }
     assert tuple(doc) == INFO_KEYS
     return doc
+
+
+def _approvals(policy: ApprovalPolicy, tools: list[Tool]) -> dict[str, Any]:
+    """Which tools wait for a person: locally (``chat``, ``invoke``, a loopback bind) and when
+    served beyond loopback (``start``/``dev`` on another address: the served default applies)."""
+
+    def needs(which: ApprovalPolicy) -> list[dict[str, str]]:
+        found = [(t.name, which.static(t.name, t.approval)) for t in tools]
+        return [{"name": name, "when": when} for name, when in found if when is not None]
+
+    return {
+        "mode": policy.mode,
+        "timeout": policy.timeout,
+        "tools": list(policy.tools),
+        "allowFrom": list(policy.answerers),
+        "local": needs(policy),
+        "served": needs(policy.served(loopback=False)),
+    }
+
+
+def _approval_line(doc: dict[str, Any]) -> str:
+    def names(items: list[dict[str, str]]) -> str:
+        return ", ".join(f"{i['name']} ({i['when']})" for i in items) or "none"
+
+    local, served = names(doc["local"]), names(doc["served"])
+    if local == served:
+        return local
+    return f"{local} locally; {served} when served beyond loopback"
 
 
 def _backend(surface: AgentSurface) -> str:
@@ -226,6 +257,7 @@ def _print_text(doc: dict[str, Any]) -> None:
     line("selfSchedule", "on" if doc["selfSchedule"] else "off")
     if doc["faces"]:
         line("faces", ", ".join(f"{name} ({HTTP_FACES[name]})" for name in doc["faces"]))
+    line("approval", _approval_line(doc["approvals"]))
     line("state", doc["stateRoot"])
     line("backend", doc["stateBackend"])
     line("sessions", doc["sessionsDir"])

@@ -13,8 +13,9 @@ events' data under their ``type``). Exit 1 iff the turn failed.
 ``--schema FILE|JSON|'name str, age int'`` (default: the agent's ``[output] schema``) asks for a
 structured answer: stdout gets the validated JSON object alone (``--json``: in
 ``completed.data.output``); no valid object (``failed{code: invalid_output}``) is exit 1. Without
-``--session`` or ``--continue`` every call is a fresh session. Stdout carries nothing else: what a
-tool prints (or a process it starts) goes to stderr.
+``--session`` or ``--continue`` every call is a fresh session. Nobody is asked about tool
+approvals: ``--approve`` answers them (:mod:`~fastagent_cli.cli.invoke_approvals`). Stdout
+carries nothing else: what a tool prints (or a process it starts) goes to stderr.
 
 An explicit ``--model`` runs this turn and becomes the session's model (a ``model_change`` entry),
 so the header always names the model that runs: the session's own model when it has one.
@@ -43,6 +44,7 @@ from fastagent_cli.cli.common import (
     sessions_dir_option,
 )
 from fastagent_cli.cli.help_text import examples
+from fastagent_cli.cli.invoke_approvals import APPROVE_HELP, approver
 from fastagent_cli.contract import ImageRef, Prompt
 from fastagent_cli.errors import FastagentError, UsageError
 
@@ -105,6 +107,7 @@ def _quoted(text: str) -> str:
 @sessions_dir_option
 @auth_path_option
 @click.option("--no-input", is_flag=True, help="Never prompt (fail instead).")
+@click.option("--approve", "approve", default="none", metavar="all|none|TOOL,...", help=APPROVE_HELP)
 def invoke(
     message: str | None,
     directory: str,
@@ -118,6 +121,7 @@ def invoke(
     sessions_dir: str | None,
     auth_path: str | None,
     no_input: bool,
+    approve: str,
 ) -> None:
     """Run one turn of the agent in DIR (default .) and print the answer.
 
@@ -129,6 +133,7 @@ def invoke(
     if session is not None and not session.strip():
         raise UsageError("--session needs a non-empty id")
     _check_order(message, directory)
+    answer = approver(approve)  # a bad value is a usage error before anything runs
     text = _read_message(message)
     if not text.strip():
         raise UsageError("the message is empty")
@@ -153,6 +158,7 @@ def invoke(
     if schema is None:
         schema = surface.config.output.resolve(surface.agent_dir)
     opened = open_agent(surface)
+    opened.answer_approvals(answer, f"invoke --approve {approve}")
     say_findings(opened)
     markdown = not (as_json or raw or schema) and out.isatty()  # a pipe or a file gets the text as written
     prompt = Prompt(text, images, schema)

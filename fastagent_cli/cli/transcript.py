@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from fastagent_cli.assembly import StoredSession
+from fastagent_cli.control import APPROVAL_DECISION_TYPE, APPROVAL_TYPE
 
 __all__ = ["Block", "SaveImage", "blocks", "markdown", "text"]
 
@@ -105,7 +106,25 @@ def _note(entry: Mapping[str, Any]) -> Block | None:
         return Block("note", f"named: {str(entry['name']).strip()}")
     if kind == "custom_message" and entry.get("display", True):
         return Block("custom", str(entry.get("customType", "custom")), _content(entry.get("content")))
+    if kind == "custom" and isinstance(entry.get("data"), Mapping):
+        return _approval(entry.get("customType"), entry["data"], _when(entry.get("timestamp")))
     return None
+
+
+def _approval(custom: Any, data: Mapping[str, Any], when: str) -> Block | None:
+    """The audit trail of a tool approval: the request, then who decided what, when and why."""
+    args = json.dumps(data.get("args"), ensure_ascii=False)
+    args = args if len(args) <= 200 else args[:199] + "…"
+    if custom == APPROVAL_TYPE:
+        return Block("note", f"approval asked · {data.get('tool')} {args} · {data.get('id')} · {when}")
+    if custom != APPROVAL_DECISION_TYPE:
+        return None
+    reason = f": {data['reason']}" if data.get("reason") else ""
+    title = (
+        f"approval {data.get('decision')} · {data.get('tool')} · by {data.get('by')} "
+        f"({data.get('cause')}) · {when}{reason}"
+    )
+    return Block("note", title)
 
 
 def blocks(path: Sequence[Mapping[str, Any]]) -> Iterator[Block]:

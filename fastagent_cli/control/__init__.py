@@ -6,6 +6,17 @@ client implements it again over HTTP, so callers hold the same interface either 
 formats are documented in ``docs/control-plane.md``.
 """
 
+from fastagent_cli.control.approvals import (
+    APPROVAL_CLOSED,
+    APPROVAL_DECISION_TYPE,
+    APPROVAL_TYPE,
+    NO_SUCH_APPROVAL,
+    NOT_AN_ANSWERER,
+    Decision,
+    PendingApproval,
+    parse_decision,
+    pending_on_branch,
+)
 from fastagent_cli.control.events import (
     EVENT_TYPES,
     SUBSCRIBER_BUFFER_CAP,
@@ -68,6 +79,15 @@ from fastagent_cli.control.wire import (
 )
 
 __all__ = [
+    "APPROVAL_CLOSED",
+    "APPROVAL_DECISION_TYPE",
+    "APPROVAL_TYPE",
+    "NOT_AN_ANSWERER",
+    "NO_SUCH_APPROVAL",
+    "Decision",
+    "PendingApproval",
+    "parse_decision",
+    "pending_on_branch",
     "BOUNDARY_COMMAND_FAILED",
     "EVENT_TYPES",
     "INVALID_COMMAND",

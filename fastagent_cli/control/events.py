@@ -71,6 +71,8 @@ EVENT_TYPES = (
     "tool_started",
     "tool_progress",
     "tool_finished",
+    "approval_requested",
+    "approval_resolved",
     "queue_changed",
     "state_changed",
     "compaction_started",

@@ -16,6 +16,7 @@
     await s1.abort()                                   # the invoke ends failed{code: aborted}
     await s1.compact(instructions="keep the decisions")
     await s1.update(SessionUpdate(model="anthropic/claude-sonnet-4-5"))
+    await s1.answer_approval("ap_1f2e", "deny", by="alice", reason="not on prod")
     await s1.delete()
 
 ``invoke`` stays the only way to start work; actions modulate the run an invoke drives. Results
@@ -32,6 +33,7 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from fastagent_cli.contract import Prompt
+from fastagent_cli.control.approvals import Decision
 from fastagent_cli.control.events import SessionEvent
 from fastagent_cli.control.results import ActionResult
 from fastagent_cli.control.types import (
@@ -116,6 +118,14 @@ class Session(Protocol):
         ...
 
     async def update(self, patch: SessionUpdate) -> ActionResult: ...
+
+    async def answer_approval(
+        self, approval_id: str, decision: Decision, *, by: str, reason: str | None = None
+    ) -> ActionResult:
+        """Approve or deny a tool call waiting for one (``state().approvals``) on behalf of
+        ``by`` (who, for the audit); a deny's ``reason`` is what the model reads. Refusals:
+        ``no_such_approval``, ``approval_closed`` (answered, expired or withdrawn)."""
+        ...
 
     async def delete(self) -> ActionResult:
         """Irreversible; ends the session's live event streams."""

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from fastagent_cli.control.approvals import PendingApproval
+
 __all__ = [
     "UPDATE_FIELDS",
     "pending_labels",
@@ -289,6 +291,8 @@ class SessionState:
     pending: PendingPrompts = field(default_factory=PendingPrompts)
     usage: SessionUsage | None = None
     leaf_entry_id: str | None = None
+    approvals: tuple[PendingApproval, ...] = ()
+    """Tool calls waiting for an answer (``approvals: [{id, tool, args, requestedAt, expiresAt}]``)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
@@ -302,6 +306,8 @@ class SessionState:
         if self.usage is not None:
             out["usage"] = self.usage.to_json()
         _put(out, "leafEntryId", self.leaf_entry_id)
+        if self.approvals:  # absent when none wait (additive: older readers see what they saw)
+            out["approvals"] = [a.to_json() for a in self.approvals]
         return out
 
     @classmethod
@@ -321,6 +327,7 @@ class SessionState:
             PendingPrompts.from_json(obj.get("pending") or {}),
             SessionUsage.from_json(usage) if isinstance(usage, Mapping) else None,
             _get(obj, "leafEntryId", str, None),
+            tuple(PendingApproval.from_json(a) for a in obj.get("approvals") or () if isinstance(a, Mapping)),
         )
 
 

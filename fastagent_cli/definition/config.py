@@ -32,6 +32,13 @@ a TOML syntax error names the file, line and column::
     reserve_tokens = 16384             # caps: a session uses 1/4 of its model's window at most
     keep_recent_tokens = 20000         # (and keeps 1/6 of it at most)
 
+    [approval]                         # tool calls that wait for a person (README "Tool approvals")
+    tools = ["bash", "github__*"]      # name globs (default: none; bash/write/edit when served
+                                       # beyond loopback); tools may also flag themselves
+    mode = "ask"                       # ask | deny (refuse, nobody asked) | allow (approvals off)
+    timeout = 86400                    # seconds an ask waits, then the call is denied (0: no limit)
+    allow_from = ["U123"]              # platform user ids who may answer besides the asker
+
     [deploy]
     secrets = ["OPENAI_API_KEY"]
     apt = ["ripgrep"]
@@ -73,6 +80,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fastagent_cli.errors import ConfigError
+from fastagent_cli.tools.approval import DEFAULT_APPROVAL_TIMEOUT_S, ApprovalPolicy
 from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
@@ -219,6 +227,30 @@ class DeployConfig(_Strict):
         return value
 
 
+class ApprovalConfig(_Strict):
+    tools: list[str] | None = None
+    mode: Literal["ask", "deny", "allow"] = "ask"
+    timeout: float = Field(default=DEFAULT_APPROVAL_TIMEOUT_S, ge=0, le=30 * 86_400)
+    allow_from: list[str] = Field(default_factory=list)
+
+    @field_validator("tools", "allow_from")
+    @classmethod
+    def _names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or ():
+            if not name.strip() or any(ch.isspace() for ch in name):
+                raise ValueError(f"{name!r} must be a non-empty name without spaces")
+        return value
+
+    def policy(self) -> ApprovalPolicy:
+        return ApprovalPolicy(
+            tools=tuple(self.tools or ()),
+            mode=self.mode,
+            timeout=self.timeout or None,
+            answerers=tuple(self.allow_from),
+            tools_set=self.tools is not None,
+        )
+
+
 class DatabaseConfig(_Strict):
     url: str | None = None
     namespace: str | None = None
@@ -282,6 +314,7 @@ class FastagentConfig(_Strict):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
     code_mode: CodeModeSettings | bool = Field(default=False, union_mode="left_to_right")
     claude_code_sessions: bool = False
     state_backend: Literal["files", "postgres"] | None = None

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from fastagent_cli.contract import (
     ABORTED_CODE,
@@ -40,8 +40,9 @@ from fastagent_cli.contract import (
     as_prompt,
     as_scope,
 )
-from fastagent_cli.control import ActionResult, InputItem, SessionEvent
+from fastagent_cli.control import SESSION_BUSY, ActionResult, InputItem, SessionEvent, accepted, rejected
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.boundary import start_compaction
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
@@ -53,9 +54,9 @@ from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnSetup
-from fastagent_cli.errors import CredentialError, SessionBusyError
+from fastagent_cli.errors import CredentialError, FastagentError, SessionBusyError
 from fastagent_cli.logging_setup import TURN_FAILURE
-from fastagent_cli.messages import ThinkingLevel, now_ms
+from fastagent_cli.messages import ThinkingLevel, ToolCall, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.structured import OutputFormat, check_schema, output_format
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
@@ -63,6 +64,7 @@ from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, Too
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.tools.approval import ApprovalPolicy
 from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
@@ -104,6 +106,8 @@ class EngineConfig:
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     hub: EventHub | None = None
     """Where session events go (a fresh hub when not given: watchers subscribe to ``agent.hub``)."""
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which tool calls wait for a person (the tools' own flags count too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +157,11 @@ class EngineAgent:
         self.config = config
         self.hub = config.hub if config.hub is not None else EventHub()
         self.runs = RunRegistry()
+        self.approvals = ApprovalDesk(config.approvals)
+        """Tool calls waiting for a person; ``await agent.approvals.answer(...)`` releases one."""
+        self.approvals.read = config.sessions.read
+        self.approvals.resume = self._resume
+        self._resumed: set[asyncio.Task[None]] = set()
         self.overhead: tuple[str, tuple[ToolSpec, ...]] = ("", ())
         """The system prompt and tool definitions the last run was bound with: what a context
         meter adds to the messages (one measure with the requests' fit to the window)."""
@@ -168,10 +177,12 @@ class EngineAgent:
         inputs: Sequence[InputItem],
         *,
         observe: Callable[[SessionEvent], None] | None = None,
+        resume: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """:meth:`invoke` for several inputs opening one run (user prompts and notices, recorded
         in order before the first model call); ``observe`` sees every session event of the run
-        (before its projection reaches the stream)."""
+        (before its projection reaches the stream); ``resume``: no inputs, the run re-enters the
+        session's turn at its open tool calls (an approval answered after a restart)."""
         bound = as_scope(scope)
         session = bound.session
         lease = contextlib.AsyncExitStack()  # holds the session's lease for the run
@@ -195,7 +206,7 @@ class EngineAgent:
 
         run = self.runs.begin(session, emit)
         emit(run.event("run_started"))
-        work = asyncio.create_task(self._work(run, bound, list(inputs), emit))
+        work = asyncio.create_task(self._work(run, bound, list(inputs), emit, resume))
         run.work = work
         watchers = functools.partial(self.hub.publish, session)
         work.add_done_callback(lambda task: queue.put_nowait(_settlement(task, watchers, run)))
@@ -223,7 +234,9 @@ class EngineAgent:
         assert settled is not None  # the loop only ends by a settlement (or leaves through finally)
         yield settled.terminal
 
-    async def _work(self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit) -> _Settled:
+    async def _work(
+        self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit, resume: bool = False
+    ) -> _Settled:
         started = time.monotonic()
         session = scope.session
         secrets: list[str | None] = []
@@ -233,7 +246,7 @@ class EngineAgent:
                 preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
                 log.debug("[agent] ▶ turn session=%s ← %s", session, preview)
             output = _output_format(inputs)  # a schema it cannot use: refused before anything is written
-            setup = await self._bind(scope, run)
+            setup = await self._bind(scope, run, resume)
             setup.scope = tools_scope
             setup.output = output
             secrets.append(setup.request.api_key)
@@ -270,7 +283,7 @@ class EngineAgent:
 
     # --- binding a run ------------------------------------------------------------------------
 
-    async def _bind(self, scope: Scope, run: Run) -> TurnSetup:
+    async def _bind(self, scope: Scope, run: Run, resume: bool = False) -> TurnSetup:
         offered = await self.config.tools()  # first: a source may mount tools the prompt lists
         tools: dict[str, Tool] = {}
         for tool in offered:
@@ -285,6 +298,7 @@ class EngineAgent:
         else:
             record = existing or await store.open_or_create(scope.session, inherit)
             bound = await self.bind_model(record)
+        resumed = self._open_calls(record, run, resume)
         context = record.context()
         request = ModelRequest(
             model=bound.model,
@@ -308,7 +322,50 @@ class EngineAgent:
             retry=self.config.retry,
             compaction=self.config.compaction.for_window(bound.model.context_window),
             tool_timeout=self.config.tool_timeout,
+            approvals=self.approvals,
+            resume=resumed,
         )
+
+    def _open_calls(self, record: SessionRecord, run: Run, resume: bool) -> list[ToolCall]:
+        """The leaf's tool calls still waiting for an approval (a restarted server's): what a
+        resumed run finishes; a run for new input withdraws them first."""
+        if not resume:
+            self.approvals.withdraw(record, run, run.publish)
+            return []
+        open_ids = {call_id for call_id, _ in record.dangling_tool_calls()}
+        messages = record.context().messages
+        last = messages[-1] if messages else None
+        while messages and last is not None and last.get("role") == "toolResult":
+            messages = messages[:-1]
+            last = messages[-1] if messages else None
+        calls: list[ToolCall] = []
+        if last is not None and last.get("role") == "assistant":
+            for block in cast(list[dict[str, Any]], last.get("content", [])):
+                if block.get("type") == "toolCall" and str(block.get("id")) in open_ids:
+                    calls.append(cast(ToolCall, block))
+        if not calls:
+            raise FastagentError("this session has no tool call waiting for an approval")
+        return calls
+
+    async def _resume(self, session: str) -> ActionResult:
+        """Start a run that re-enters ``session``'s turn at its open tool calls; it belongs to
+        the server (follow it on the session's events)."""
+        if self.runs.status(session) != "idle":
+            return rejected(SESSION_BUSY, "another run holds this session; answer again once it settles")
+
+        async def drive() -> None:
+            async for event in self.run_inputs(session, [], resume=True):
+                if isinstance(event, Failed):
+                    log.warning(
+                        "[approval] the resumed turn of session %s failed: %s", session, event.details
+                    )
+
+        task = asyncio.create_task(drive())
+        self._resumed.add(task)
+        task.add_done_callback(self._resumed.discard)
+        await asyncio.sleep(0)  # the drive takes the lease and registers the run
+        run = self.runs.active(session)
+        return accepted(run.run_id if run is not None else None)
 
     async def bind_model(self, record: SessionRecord | None) -> BoundModel:
         """The session's model (overrides applied, thinking clamped), its key and its client;
@@ -371,7 +428,9 @@ class EngineAgent:
     async def aclose(self) -> None:
         """Stop manual compactions, end the watchers, close the model clients and, when it has
         ``aclose``, the tool source."""
-        stopping = self.runs.stop_compactions()
+        for task in list(self._resumed):
+            task.cancel()
+        stopping: list[asyncio.Task[Any]] = [*self.runs.stop_compactions(), *self._resumed]
         if stopping:
             await asyncio.wait(stopping, timeout=_CANCEL_GRACE_S)
         self.hub.close()

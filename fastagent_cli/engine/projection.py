@@ -3,7 +3,8 @@
 A run publishes rich :class:`~fastagent_cli.control.SessionEvent` values; its caller's
 ``AgentEvent`` stream is their projection: ``message_delta`` becomes ``text`` / ``thinking``,
 ``tool_started`` / ``tool_finished`` become ``tool_started`` / ``tool_ended``, and
-``retry_scheduled`` / ``model_retry_scheduled`` become the advisory ``retrying``. Everything
+``retry_scheduled`` / ``model_retry_scheduled`` become the advisory ``retrying``, and
+``approval_requested`` the advisory ``approval_requested``. Everything
 else (queues, compaction, state) is for watchers only, so a caller that never acts on a run sees
 what it always saw. The terminal comes from the run's settlement, not from an event.
 """
@@ -12,7 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fastagent_cli.contract import AgentEvent, Retrying, Text, Thinking, ToolEnded, ToolStarted
+from fastagent_cli.contract import (
+    AgentEvent,
+    ApprovalRequested,
+    Retrying,
+    Text,
+    Thinking,
+    ToolEnded,
+    ToolStarted,
+)
 from fastagent_cli.control import SessionEvent
 
 __all__ = ["project"]
@@ -29,6 +38,10 @@ def project(event: SessionEvent) -> AgentEvent | None:
         result = data["content"]  # {content: [blocks], details?}: the invoke stream gets the blocks
         blocks = result.get("content") if isinstance(result, Mapping) else result
         return ToolEnded(data["id"], data["isError"], blocks)
+    if kind == "approval_requested":
+        return ApprovalRequested(
+            data["id"], data["toolCallId"], data["tool"], data["args"], data["expiresAt"]
+        )
     if kind in ("retry_scheduled", "model_retry_scheduled"):
         reason = str(data["error"])
         if kind == "retry_scheduled":

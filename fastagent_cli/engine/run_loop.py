@@ -325,6 +325,24 @@ class _Run:
         )
         return True
 
+    async def resume(self, calls: list[ToolCall]) -> None:
+        """Re-enter a turn from the record: finish the leaf's open tool calls (an approval was
+        answered after a restart), then the turn goes on with the model."""
+        setup = self.setup
+        results = await run_tool_batch(
+            calls,
+            tools=setup.tools,
+            activation=setup.activation,
+            record=setup.record,
+            cwd=setup.cwd,
+            run=setup.run,
+            emit=self.emit,
+            tool_timeout=setup.tool_timeout,
+            scope=setup.scope,
+            approvals=setup.approvals,
+        )
+        self.messages.extend(results)
+
     async def turn(self) -> AssistantMessage:
         """Model answers and tool rounds until the turn ends (steering joins along the way)."""
         setup = self.setup
@@ -356,6 +374,7 @@ class _Run:
                     emit=self.emit,
                     tool_timeout=setup.tool_timeout,
                     scope=setup.scope,
+                    approvals=setup.approvals,
                 )
                 self.messages.extend(results)
             steer = setup.run.take_steering()
@@ -387,6 +406,8 @@ async def run_loop(setup: TurnSetup, inputs: Sequence[InputItem], emit: Emit) ->
     incoming = sum(estimate_tokens(m) for m in prompts)
     if state.over_threshold(incoming) and all(state.could_fit(m) for m in prompts):
         await state.compact("threshold", incoming)
+    if setup.resume:
+        await state.resume(setup.resume)
     for item in inputs:
         await state.add_input(item)
     while True:

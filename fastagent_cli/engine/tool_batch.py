@@ -9,7 +9,10 @@ after N seconds``. Every result is held to the size limit of
 :mod:`fastagent_cli.tools.result_limit` before it is stored or sent. A tool may report progress
 (``ctx.report(partial)``), published as ``tool_progress`` (a snapshot, replacing the last one).
 When the batch is cancelled (an abort, a caller that left), every unfinished call is recorded and
-reported as ``Operation aborted``.
+reported as ``Operation aborted``, except a call waiting for approval when the run was not
+aborted: it stays open in the record, its request pending. A call that needs approval waits for
+its answer first (:mod:`.approvals`) while the batch's other calls run; denied, its result is the
+denial.
 """
 
 from __future__ import annotations
@@ -20,13 +23,22 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fastagent_cli.control import SessionEvent
+from fastagent_cli.control import SessionEvent, pending_on_branch
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.failures import first_failure
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
-from fastagent_cli.tools.base import ReadonlySession, RunScope, Tool, ToolContext, ToolResult, text_result
+from fastagent_cli.tools.base import (
+    NestedApproval,
+    ReadonlySession,
+    RunScope,
+    Tool,
+    ToolContext,
+    ToolResult,
+    text_result,
+)
 from fastagent_cli.tools.prints import tool_prints
 from fastagent_cli.tools.result_limit import limit_result
 
@@ -110,6 +122,7 @@ async def run_tool_batch(
     emit: Callable[[SessionEvent], None],
     tool_timeout: float | None = None,
     scope: RunScope | None = None,
+    approvals: ApprovalDesk | None = None,
 ) -> list[ToolResultMessage]:
     """Execute ``calls``; return their result messages in source order."""
     results: dict[str, ToolResultMessage] = {}
@@ -132,11 +145,15 @@ async def run_tool_batch(
             tool_call_id=call["id"],
             progress=progress,
             run=scope,
+            approve=_nested(approvals, call, record, run, emit) if approvals is not None else None,
         )
+        denied = None
+        if tool is not None and approvals is not None and approvals.gated(tool):
+            denied = await approvals.gate(call, tool, record, run, emit)
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
-        result = limit_result(await _execute(tool, call, ctx, tool_timeout))
+        result = denied or limit_result(await _execute(tool, call, ctx, tool_timeout))
         for name in bridge.added:
             if name not in result.added_tool_names:
                 result.added_tool_names.append(name)
@@ -162,7 +179,10 @@ async def run_tool_batch(
                 for call, tool in zip(calls, chosen, strict=True):
                     group.create_task(one(call, tool))
     except asyncio.CancelledError:
-        for call in _record_aborted(calls, results, record):
+        kept: set[str] = set()
+        if approvals is not None and not run.abort_requested:  # answered later, resumed then
+            kept = {p.tool_call_id for p in pending_on_branch(record.ancestors())}
+        for call in _record_aborted([c for c in calls if c["id"] not in kept], results, record):
             emit(
                 run.event("tool_finished", id=call["id"], isError=True, content={"content": _ABORTED_CONTENT})
             )
@@ -172,6 +192,24 @@ async def run_tool_batch(
         # error as it would on any other write, not with the task group that carried it
         raise first_failure(group) from None
     return [results[c["id"]] for c in calls]
+
+
+def _nested(
+    approvals: ApprovalDesk,
+    call: ToolCall,
+    record: SessionRecord,
+    run: Run,
+    emit: Callable[[SessionEvent], None],
+) -> NestedApproval:
+    """The gate of the calls a tool makes itself (code mode's): asked within ``call``."""
+
+    async def approve(call_id: str, tool: Tool, args: Mapping[str, Any]) -> ToolResult | None:
+        if not approvals.gated(tool):
+            return None
+        nested: ToolCall = {"type": "toolCall", "id": call_id, "name": tool.name, "arguments": dict(args)}
+        return await approvals.gate(nested, tool, record, run, emit, within=call["id"])
+
+    return approve
 
 
 def _record_aborted(

@@ -16,17 +16,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.compaction import CompactionSettings, is_context_overflow
 from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.runs import Run
 from fastagent_cli.errors import FastagentError, ProviderError
-from fastagent_cli.messages import AssistantBlock, AssistantMessage, StopReason, Usage, empty_usage, now_ms
+from fastagent_cli.messages import (
+    AssistantBlock,
+    AssistantMessage,
+    StopReason,
+    ToolCall,
+    Usage,
+    empty_usage,
+    now_ms,
+)
 from fastagent_cli.models.structured import OutputFormat
 from fastagent_cli.models.types import ModelClient, ModelRequest, StreamDelta
 from fastagent_cli.sessions.record import SessionRecord
@@ -70,6 +79,9 @@ class TurnSetup:
     """What tools keep for this run (closed at the settle)."""
     output: OutputFormat | None = None
     """A structured run: the schema its answer must match."""
+    approvals: ApprovalDesk | None = None
+    resume: list[ToolCall] = field(default_factory=list)
+    """The leaf's tool calls an approval answer re-enters the turn with (a restarted server)."""
 
 
 @dataclass(slots=True)

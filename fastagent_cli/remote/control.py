@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from fastagent_cli.contract import Prompt
 from fastagent_cli.control import (
@@ -41,6 +42,7 @@ from fastagent_cli.control import (
     SessionUpdate,
     rejected,
 )
+from fastagent_cli.control.approvals import Decision
 from fastagent_cli.errors import ControlRequestError
 from fastagent_cli.remote.endpoint import REQUEST_FAILED, ControlEndpoint, session_path
 from fastagent_cli.remote.events import RemoteEventStream
@@ -157,6 +159,21 @@ class RemoteSession:
                 )
             landed.append(field)
         return result
+
+    async def answer_approval(
+        self, approval_id: str, decision: Decision, *, by: str, reason: str | None = None
+    ) -> ActionResult:
+        if self._routes.dispatch:
+            return rejected(UNSUPPORTED_CAPABILITY, _NO_ROUTE.format(what="answering an approval"), False)
+        body: dict[str, Any] = {"decision": decision, "by": by}
+        if reason:
+            body["reason"] = reason
+        path = session_path(self._id, f"/approvals/{quote(approval_id, safe='')}")
+        try:  # 404 (no such approval) and 409 (closed) carry their result
+            answer = await self._endpoint.call("POST", path, body=body, payload=True, accept=(404, 409))
+            return _parse(f"POST {path}", lambda v: ActionResult.from_json(_object(v)), answer)
+        except ControlRequestError as exc:
+            return rejected(REQUEST_FAILED, exc.message, exc.retryable)
 
     async def delete(self) -> ActionResult:
         if self._routes.dispatch:

@@ -138,9 +138,11 @@ class ControlEndpoint:
         body: Any = None,
         params: Mapping[str, str] | None = None,
         payload: bool = False,
+        accept: tuple[int, ...] = (),
     ) -> Any:
-        """Send one request and return its JSON answer (2xx); ControlRequestError otherwise.
-        ``payload``: the longer deadline of the calls that carry one."""
+        """Send one request and return its JSON answer (2xx, or a status in ``accept``: a
+        refusal whose body is a result); ControlRequestError otherwise. ``payload``: the longer
+        deadline of the calls that carry one."""
         what = f"{method} {path}"
         deadline_s = PAYLOAD_TIMEOUT_S if payload else self.request_timeout_s
         headers = dict(self._headers)
@@ -162,7 +164,7 @@ class ControlEndpoint:
             raise self._timed_out(what, deadline_s) from None
         except httpx.HTTPError as exc:
             raise self._unreachable(what, exc) from None
-        if not response.is_success:
+        if not response.is_success and response.status_code not in accept:
             raise self._refused(what, response.status_code, response.text)
         try:
             return response.json()

@@ -28,6 +28,7 @@ from fastagent_cli.errors import ServeError, one_line
 from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
+    is_loopback,
     local_base_url,
     resolve_bind,
     resolve_port,
@@ -178,6 +179,7 @@ async def _serve(
 ) -> Outcome:
     config = service.opened.config
     host = resolve_bind(options, config.http.host)
+    service.opened.serve_on(is_loopback(host) and not options.tunnel)
     try:
         check_tunnel_bind(options, config.http.host)
         check_face_exposure(service.faces, host, tunnel=options.tunnel, token=service.token)

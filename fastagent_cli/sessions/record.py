@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from fastagent_cli.control.approvals import pending_on_branch
 from fastagent_cli.messages import (
     COMPACTION_SUMMARY_PREFIX,
     Message,
@@ -365,8 +366,10 @@ class SessionRecord:
         return []
 
     def reconcile(self) -> int:
-        """Give every dangling leaf tool call an explicit interrupted error result."""
-        dangling = self.dangling_tool_calls()
+        """Give every dangling leaf tool call an explicit interrupted error result, except the
+        calls waiting for an approval (an answer resumes them, see ``engine/approvals.py``)."""
+        waiting = {a.tool_call_id for a in pending_on_branch(self.ancestors())}
+        dangling = [d for d in self.dangling_tool_calls() if d[0] not in waiting]
         if dangling:
             results: list[tuple[str, dict[str, Any]]] = []
             for call_id, name in dangling:

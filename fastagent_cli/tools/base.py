@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastagent_cli.messages import ContentBlock
 from fastagent_cli.models.types import ToolSpec
+from fastagent_cli.tools.approval import ApprovalFlag
 
 if TYPE_CHECKING:
     from fastagent_cli.sessions.record import SessionRecord
@@ -25,6 +26,7 @@ __all__ = [
     "Tool",
     "ToolActivation",
     "ToolContext",
+    "NestedApproval",
     "ToolResult",
     "text_result",
 ]
@@ -126,6 +128,9 @@ class ToolContext:
     """Where :meth:`report` goes (the engine publishes it as ``tool_progress``)."""
     run: RunScope | None = None
     """The run this call belongs to (``None`` outside the engine)."""
+    approve: NestedApproval | None = None
+    """For a tool that calls other tools (code mode): ``await ctx.approve(call_id, tool, args)``
+    is ``None`` when the nested call may run, else the denial (it may wait for a person)."""
 
     def report(self, partial: Any) -> None:
         """Report progress: ``partial`` is the whole result so far (a snapshot that replaces the
@@ -135,6 +140,7 @@ class ToolContext:
 
 
 Execute = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolResult]]
+NestedApproval = Callable[[str, "Tool", Mapping[str, Any]], Awaitable[ToolResult | None]]
 
 
 @dataclass(slots=True)
@@ -144,7 +150,8 @@ class Tool:
     ``execute`` receives the raw JSON arguments; validation is the tool's own job (the
     :func:`define_tool` wrapper validates with pydantic and answers invalid arguments as a result).
     ``sequential`` tools make their whole batch run one call at a time. ``timeout`` (seconds)
-    overrides the engine's default limit for one call of this tool.
+    overrides the engine's default limit for one call of this tool. ``approval`` (see
+    :mod:`fastagent_cli.tools.approval`) makes its calls wait for a person's answer.
     """
 
     name: str
@@ -161,6 +168,8 @@ class Tool:
     a typed tool's return annotation): code mode types the sandbox function with it."""
     annotations: Mapping[str, Any] | None = None
     """MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) where the tool has them."""
+    approval: ApprovalFlag = None
+    """``True`` or a predicate over the arguments: a call waits for a person's answer."""
 
     @property
     def spec(self) -> ToolSpec:

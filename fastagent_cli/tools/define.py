@@ -21,6 +21,8 @@ to the model as ``Invalid arguments: <field>: <message>; ...``. Results: a strin
 is JSON text with the value kept as ``details``. Sync functions run on the tool threads
 (:mod:`fastagent_cli.tools.threads`). ``timeout`` (seconds) overrides the engine's
 ``[engine] tool_timeout`` for this tool; a call that runs longer ends as an error result.
+``approval`` (``True``, or a predicate over the arguments) makes a call wait for a person's answer
+(:mod:`fastagent_cli.tools.approval`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, get_type_hints, overload
 
 import pydantic
 
+from fastagent_cli.tools.approval import ApprovalFlag
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult
 from fastagent_cli.tools.threads import TOOL_THREADS
 
@@ -159,6 +162,7 @@ def define_tool(
     sequential: bool = False,
     prompt_snippet: str | None = None,
     timeout: float | None = None,
+    approval: ApprovalFlag = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -173,6 +177,7 @@ def define_tool(
     sequential: bool = False,
     prompt_snippet: str | None = None,
     timeout: float | None = None,
+    approval: ApprovalFlag = None,
 ) -> Tool: ...
 
 
@@ -186,10 +191,16 @@ def define_tool(
     sequential: bool = False,
     prompt_snippet: str | None = None,
     timeout: float | None = None,
+    approval: ApprovalFlag = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function (usable bare or with options as a decorator)."""
     if timeout is not None and not timeout > 0:
         raise ValueError(f"tool timeout must be a positive number of seconds, not {timeout!r}")
+
+    if approval is not None and not isinstance(approval, bool) and not callable(approval):
+        raise ValueError(
+            f"tool approval must be True, False or a predicate over the arguments, not {approval!r}"
+        )
 
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
@@ -226,6 +237,7 @@ def define_tool(
             source=getattr(func, "__module__", "python"),
             timeout=timeout,
             output_schema=_output_schema(func),
+            approval=approval or None,
         )
 
     if fn is not None:

@@ -32,7 +32,10 @@ from fastagent_cli.channels.kit.lifecycle import run_durable_turn
 
 ROOT = Path(channels_pkg.__file__).resolve().parent
 PLATFORMS = ("telegram", "slack", "feishu")
-ROOMS = {"channel", "ingress", "intake", "runtime", "runner", "deliver", "register", "api", "parse", "send"}
+ROOMS = {
+    "channel", "ingress", "intake", "runtime", "runner", "deliver", "register", "api", "parse", "send",
+    "approvals",
+}  # fmt: skip
 OWN = {
     # Format modules, named for their format, and steps only one platform has.
     "telegram": {"html", "media"},

@@ -140,7 +140,14 @@ class FakeFeishu:
             if m.chat_id != chat_id or m.deleted:
                 continue
             if m.msg_type == "interactive":
-                card = self.cards.get(json.loads(m.content)["data"]["card_id"])
+                content = json.loads(m.content)
+                if "data" not in content:  # a card sent whole (JSON 2.0), not a cardkit entity
+                    elements = (content.get("body") or {}).get("elements", [])
+                    out.append(
+                        "\n".join(e.get("content", "") for e in elements if e.get("tag") == "markdown")
+                    )
+                    continue
+                card = self.cards.get(content["data"]["card_id"])
                 out.append("" if card is None else card.elements.get("answer", ""))
             else:
                 out.append(m.text)
@@ -401,6 +408,42 @@ class FakeFeishu:
                 "message": message,
             },
         }
+
+    def card_action(
+        self, message_id: str, value: dict[str, Any], *, operator: str = "ou_alice"
+    ) -> dict[str, Any]:
+        """The ``card.action.trigger`` event (schema 2.0) of a press on a card button."""
+        return {
+            "schema": "2.0",
+            "header": {
+                "event_id": uuid.uuid4().hex,
+                "event_type": "card.action.trigger",
+                "create_time": str(int(time.time() * 1000)),
+                "token": self.verification_token,
+                "app_id": self.app_id,
+                "tenant_key": "tk",
+            },
+            "event": {
+                "operator": {"tenant_key": "tk", "open_id": operator, "union_id": f"on_{operator}"},
+                "token": f"c-{uuid.uuid4().hex[:8]}",
+                "action": {"tag": "button", "value": value},
+                "host": "im_message",
+                "context": {"open_message_id": message_id, "open_chat_id": self.chats.get(message_id, "")},
+            },
+        }
+
+    def buttons(self, chat_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(message id, callback value)`` of every card button the chat shows."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for m in self.messages:
+            if m.chat_id != chat_id or m.msg_type != "interactive" or m.deleted:
+                continue
+            card = json.loads(m.content)
+            for element in (card.get("body") or {}).get("elements", []):
+                for behavior in element.get("behaviors", []) if element.get("tag") == "button" else []:
+                    if behavior.get("type") == "callback":
+                        out.append((m.message_id, behavior["value"]))
+        return out
 
     def delivery(
         self,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
@@ -33,6 +34,7 @@ class Posted:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False
     deleted: bool = False
+    blocks: list[dict[str, Any]] | None = None
 
 
 class FakeSlack:
@@ -40,6 +42,7 @@ class FakeSlack:
         self.team = team
         self.bot_user = bot_user
         self.messages: list[Posted] = []
+        self.responses: list[dict[str, Any]] = []
         self.calls: list[tuple[float, str, dict[str, Any]]] = []
         self.failures: dict[str, list[str]] = {}
         self.apps: dict[str, dict[str, Any]] = {}
@@ -54,6 +57,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._method)
         app.router.add_get("/api/{method}", self._method)
         app.router.add_get("/oauth/v2/authorize", self._authorize)
+        app.router.add_post("/actions/{key}", self._response_url)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -148,7 +152,9 @@ class FakeSlack:
             raise _Error("no_text")
         if len(text) > 12000:
             raise _Error("msg_too_long")
-        message = Posted(p["channel"], self.next_ts(), p.get("thread_ts"), text)
+        message = Posted(
+            p["channel"], self.next_ts(), p.get("thread_ts"), text, blocks=_blocks(p.get("blocks"))
+        )
         message.writes.append((time.monotonic(), text))
         self.messages.append(message)
         return {"ts": message.ts, "channel": message.channel}
@@ -163,6 +169,8 @@ class FakeSlack:
         m = self._find(p)
         text = p.get("markdown_text") or p.get("text") or ""
         m.text = text
+        if "blocks" in p:
+            m.blocks = _blocks(p["blocks"])
         m.writes.append((time.monotonic(), text))
         return {"ts": m.ts}
 
@@ -310,6 +318,52 @@ class FakeSlack:
         ).encode()
         return body, self.signed_headers(body, secret, timestamp)
 
+    # --- interactivity -------------------------------------------------------------------------
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        """A ``response_url`` of an interaction payload: what the app answered the presser."""
+        self.responses.append(await request.json())
+        self._changed.set()
+        return web.Response(text="ok")
+
+    def interaction(
+        self, posted: Posted, action_id: str, *, user: str, secret: str, timestamp: int | None = None
+    ) -> tuple[bytes, dict[str, str]]:
+        """A ``block_actions`` press on a button of ``posted``, form-encoded and signed as Slack
+        posts it to the Interactivity Request URL."""
+        button = next(
+            e
+            for b in posted.blocks or []
+            if b.get("type") == "actions"
+            for e in b.get("elements", [])
+            if e.get("action_id") == action_id
+        )
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "team_id": self.team},
+            "api_app_id": "A1",
+            "token": "deprecated",
+            "container": {"type": "message", "message_ts": posted.ts, "channel_id": posted.channel},
+            "trigger_id": f"{int(time.time())}.1.abc",
+            "team": {"id": self.team},
+            "channel": {"id": posted.channel},
+            "message": {"ts": posted.ts, "text": posted.text, "blocks": posted.blocks},
+            "response_url": f"{self.base_url}/actions/{posted.ts}",
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": "b",
+                    "value": button["value"],
+                    "action_ts": str(time.time()),
+                }
+            ],
+        }
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        headers = self.signed_headers(body, secret, timestamp)
+        headers["content-type"] = "application/x-www-form-urlencoded"
+        return body, headers
+
     @staticmethod
     def signed_headers(body: bytes, secret: str, timestamp: int | None = None) -> dict[str, str]:
         ts = str(timestamp if timestamp is not None else int(time.time()))
@@ -318,6 +372,16 @@ class FakeSlack:
             "x-slack-request-timestamp": ts,
             "x-slack-signature": sign_slack_request(secret, ts, body),
         }
+
+
+def _blocks(value: Any) -> list[dict[str, Any]] | None:
+    """Blocks as Slack takes them: a list of objects, or the same as JSON text."""
+    if value is None:
+        return None
+    blocks = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) and "type" in b for b in blocks):
+        raise _Error("invalid_blocks")
+    return blocks
 
 
 class _Error(Exception):

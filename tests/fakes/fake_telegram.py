@@ -10,8 +10,9 @@
 ``POST /bot<token>/<method>`` answers ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": "...", "parameters": {"retry_after": S}}``.
 Implemented: getMe, sendMessage, editMessageText, deleteMessage, getFile, setWebhook,
-sendDocument, sendPhoto. Text is checked as Telegram checks it: at most 4 096 characters after
-entity parsing, and with ``parse_mode=HTML`` only Telegram's tags and entities
+sendDocument, sendPhoto, answerCallbackQuery (inline keyboards are kept as ``reply_markup``; an
+edit without one removes it, as Telegram does). Text is checked as Telegram checks it: at most
+4 096 characters after entity parsing, and with ``parse_mode=HTML`` only Telegram's tags and entities
 (``Bad Request: can't parse entities: ...``). ``fail(method, ...)`` injects failures (a 429 with
 ``retry_after``...). Files for ``getFile`` are added with :meth:`FakeTelegram.add_file`.
 """
@@ -90,6 +91,8 @@ class Message:
     deleted: bool = False
     edits: list[tuple[float, str, str | None]] = field(default_factory=list)
     sent_at: float = 0.0
+    reply_markup: dict[str, Any] | None = None
+    """The inline keyboard, as sent (``{"inline_keyboard": [[{text, callback_data}]]}``)."""
 
     @property
     def shown(self) -> str:
@@ -126,6 +129,7 @@ class FakeTelegram:
         self.files: dict[str, tuple[str, bytes]] = {}
         self.failures: dict[str, list[_Failure]] = {}
         self.tokens: set[str] = set()
+        self.callback_answers: list[dict[str, Any]] = []
         self._next_id = 1000
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -273,6 +277,7 @@ class FakeTelegram:
             params.get("message_thread_id"),
             reply.get("message_id"),
             sent_at=time.monotonic(),
+            reply_markup=_keyboard(params.get("reply_markup")),
         )
         self.messages.append(message)
         return {"message_id": message.message_id, "chat": {"id": message.chat_id}, "date": int(time.time())}
@@ -291,7 +296,12 @@ class FakeTelegram:
         message = self._find(params)
         parse_mode = params.get("parse_mode")
         self._check_text(params.get("text"), parse_mode)
-        if params["text"] == message.text and parse_mode == message.parse_mode:
+        markup = _keyboard(params.get("reply_markup"))
+        if (
+            params["text"] == message.text
+            and parse_mode == message.parse_mode
+            and markup == message.reply_markup
+        ):
             raise _ApiError(
                 400,
                 "Bad Request: message is not modified: specified new message content and reply markup are "
@@ -299,7 +309,16 @@ class FakeTelegram:
             )
         message.edits.append((time.monotonic(), params["text"], parse_mode))
         message.text, message.parse_mode = params["text"], parse_mode
+        message.reply_markup = markup  # an edit without reply_markup removes the keyboard
         return {"message_id": message.message_id}
+
+    def _m_answerCallbackQuery(self, token: str, params: dict[str, Any]) -> Any:
+        if not isinstance(params.get("callback_query_id"), str):
+            raise _ApiError(
+                400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
+            )
+        self.callback_answers.append(params)
+        return True
 
     def _m_deleteMessage(self, token: str, params: dict[str, Any]) -> Any:
         try:
@@ -394,6 +413,43 @@ class Updates:
             message["is_topic_message"] = True
         message.update(extra)
         return {"update_id": self.update_id, "message": message}
+
+    def callback(
+        self, message: Message, data: str, *, sender: dict[str, Any] | None = None, chat_type: str = "private"
+    ) -> dict[str, Any]:
+        """The ``callback_query`` update of a press on an inline button of ``message``."""
+        self.update_id += 1
+        return {
+            "update_id": self.update_id,
+            "callback_query": {
+                "id": f"cbq-{self.update_id}",
+                "from": sender or {"id": 7, "is_bot": False, "first_name": "Alice", "username": "alice"},
+                "message": {
+                    "message_id": message.message_id,
+                    "date": int(time.time()),
+                    "chat": {"id": message.chat_id, "type": chat_type},
+                    "text": message.shown,
+                },
+                "chat_instance": "-4211",
+                "data": data,
+            },
+        }
+
+
+def _keyboard(markup: Any) -> dict[str, Any] | None:
+    """An inline keyboard checked as Telegram checks it: ``callback_data`` of 1-64 bytes."""
+    if markup is None:
+        return None
+    if isinstance(markup, str):  # a multipart form sends it as JSON text
+        import json
+
+        markup = json.loads(markup)
+    for row in markup.get("inline_keyboard", []):
+        for button in row:
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                raise _ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+    return dict(markup)
 
 
 def mention(text: str, username: str) -> list[dict[str, Any]]:

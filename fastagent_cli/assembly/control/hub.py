@@ -26,6 +26,8 @@ from fastagent_cli.control import (
     ActionResult,
     AgentCommand,
     Capabilities,
+    Decision,
+    PendingApproval,
     PendingPrompts,
     SessionEntries,
     SessionListing,
@@ -33,11 +35,14 @@ from fastagent_cli.control import (
     SessionsUnavailable,
     SessionUpdate,
     accepted,
+    pending_on_branch,
     rejected,
 )
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.hub import Subscription
 from fastagent_cli.errors import FastagentError, SessionError, one_line
+from fastagent_cli.messages import now_ms
+from fastagent_cli.sessions.record import SessionRecord
 
 __all__ = ["CommandSource", "LocalSession", "LocalSessionControl", "LocalSessions"]
 
@@ -96,6 +101,7 @@ class LocalSession:
                 else None
             ),
             leaf_entry_id=record.leaf_id if record is not None else None,
+            approvals=_approvals(record),
         )
 
     async def entries(self, since: str | None = None) -> SessionEntries:
@@ -144,10 +150,23 @@ class LocalSession:
             return _unsupported(f"update ({', '.join(fields)})")
         return await update_session(self._engine, self._id, patch)
 
+    async def answer_approval(
+        self, approval_id: str, decision: Decision, *, by: str, reason: str | None = None
+    ) -> ActionResult:
+        return await self._engine.approvals.answer(self._id, approval_id, decision, by=by, reason=reason)
+
     async def delete(self) -> ActionResult:
         if not self._hub.writes:
             return _unsupported("delete")
         return await delete_session(self._engine, self._id)
+
+
+def _approvals(record: SessionRecord | None) -> tuple[PendingApproval, ...]:
+    """The record's requests still waiting (expired ones are no longer answerable)."""
+    if record is None:
+        return ()
+    now = now_ms()
+    return tuple(p for p in pending_on_branch(record.ancestors()) if not p.expired(now))
 
 
 class LocalSessions:

@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from fastagent_cli.channels.feishu.approvals import CARD_ACTION
 from fastagent_cli.channels.feishu.crypto import DecryptError, decrypt_event, secrets_match, verify_signature
 from fastagent_cli.channels.feishu.intake import FeishuIntake
 from fastagent_cli.channels.kit.routes import Redelivery, WebhookIngress, json_delivery, timestamp_fresh
@@ -79,6 +80,8 @@ class FeishuIngress(WebhookIngress[FeishuIntake]):
         if envelope.get("type") == "url_verification" and isinstance(envelope.get("challenge"), str):
             log.info("%s answered the url_verification challenge", self.label)
             return web.json_response({"challenge": envelope["challenge"]})
+        if header.get("event_type") == CARD_ACTION:  # an approval card's button (checked as above)
+            return web.json_response(await self.intake.approvals.on_action(envelope.get("event") or {}))
         if header.get("event_type") != "im.message.receive_v1":
             return web.Response(status=200)
         return await self.redelivery.acknowledge(

@@ -150,6 +150,7 @@ class FeishuIntake(FeishuRuntime):
             "reply_to": reply_to,
             "queue_reply_to": message_id if same else None,
             "in_thread": in_thread,
+            "asker": speaker,
             "parent_id": m.get("parent_id") if isinstance(m.get("parent_id"), str) else None,
             "parent_session": parent,
             "room_place": room_place,

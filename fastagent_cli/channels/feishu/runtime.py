@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
+from fastagent_cli.channels.feishu.approvals import FeishuApprovals
 from fastagent_cli.channels.feishu.cloud import Cloud
 from fastagent_cli.channels.feishu.deliver import Mounted
 from fastagent_cli.channels.feishu.owned import OwnedThreads
@@ -69,6 +70,9 @@ class FeishuRuntime(ChannelRuntime):
                 on_answered=self._answered,
             )
         )
+        runner = self.runner
+        assert isinstance(runner, FeishuRunner)
+        self.approvals = runner.approvals = FeishuApprovals(self.api, self.control, cloud.kind)
         self.bot_open_id: str | None = None
 
     @property

@@ -7,7 +7,8 @@ import logging
 
 from aiohttp import web
 
-from fastagent_cli.channels.kit.routes import Redelivery, WebhookIngress
+from fastagent_cli.channels.kit.routes import ChannelRoutes, Redelivery, WebhookIngress
+from fastagent_cli.channels.slack.approvals import INTERACTIVITY_ROUTE
 from fastagent_cli.channels.slack.intake import SlackIntake
 from fastagent_cli.channels.slack.verify import verify_slack_signature
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
@@ -27,6 +28,10 @@ class SlackIngress(WebhookIngress[SlackIntake]):
 
     def __init__(self, intake: SlackIntake) -> None:
         super().__init__(intake)
+
+    def routes(self) -> ChannelRoutes:
+        routes = {ROUTE: self.handle, INTERACTIVITY_ROUTE: self.intake.approvals.handle}
+        return ChannelRoutes(routes, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = await read_post_body(request)

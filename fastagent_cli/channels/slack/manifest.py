@@ -61,6 +61,8 @@ def build_manifest(
             "request_url": request_url,
             "bot_events": bot_events(group_behavior),
         }
+        if request_url.endswith("/slack"):  # tool approvals' buttons (channels/slack/approvals.py)
+            settings["interactivity"] = {"is_enabled": True, "request_url": f"{request_url}/interactivity"}
     oauth: dict[str, Any] = {"scopes": {"bot": bot_scopes(group_behavior)}}
     if redirect_url:
         oauth["redirect_urls"] = [redirect_url]

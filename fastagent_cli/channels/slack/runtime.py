@@ -19,6 +19,7 @@ from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, resolve_api_base
+from fastagent_cli.channels.slack.approvals import SlackApprovals
 from fastagent_cli.channels.slack.bot_auth import BotToken
 from fastagent_cli.channels.slack.parse import buffer_line
 from fastagent_cli.channels.slack.runner import SlackRunner, is_turn
@@ -103,6 +104,9 @@ class SlackRuntime(ChannelRuntime):
                 ready=self.authenticated,
             )
         )
+        runner = self.runner
+        assert isinstance(runner, SlackRunner)
+        self.approvals = runner.approvals = SlackApprovals(self.api, self.control, secret, self.tasks)
         self.team: str | None = None
         self.bot_user: str | None = None
         self.auth: asyncio.Task[bool] | None = None

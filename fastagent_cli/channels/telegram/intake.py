@@ -70,6 +70,7 @@ def turn_record(
         "images": images,
         "files": files,
         "attempts": 0,
+        "sender": (message.get("from") or {}).get("id"),
     }
 
 
@@ -95,6 +96,8 @@ class TelegramIntake(TelegramRuntime):
 
     async def accept(self, update: dict[str, Any]) -> None:
         """Everything an update causes that must be durable before the 200."""
+        if "callback_query" in update and await self.approvals.on_callback(update):
+            return  # an approval button (answered, or refused to someone who may not)
         message = message_of(update)
         if message is None:
             return

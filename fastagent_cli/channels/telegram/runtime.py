@@ -19,6 +19,7 @@ from fastagent_cli.channels.kit.runtime import ChannelRuntime
 from fastagent_cli.channels.kit.seen import SeenRing
 from fastagent_cli.channels.kit.turn_store import TurnStore
 from fastagent_cli.channels.telegram.api import BotApi, TelegramApiError
+from fastagent_cli.channels.telegram.approvals import TelegramApprovals
 from fastagent_cli.channels.telegram.parse import bot_id_from_token, buffer_line
 from fastagent_cli.channels.telegram.runner import TurnRunner, is_turn, turn_order
 
@@ -62,6 +63,9 @@ class TelegramRuntime(ChannelRuntime):
         self.seen = SeenRing(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
         self.run_on(TurnRunner(self.runner_parts(ctx, options.on_error)))
+        runner = self.runner
+        assert isinstance(runner, TurnRunner)
+        self.approvals = runner.approvals = TelegramApprovals(self.api, self.control, self.tasks)
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
         if self.bot_id is None:

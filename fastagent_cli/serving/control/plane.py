@@ -6,10 +6,10 @@
   ``[http] allowed_origins`` only (never ``*``).
 * Every request but a preflight needs ``Authorization: Bearer <token>``, compared in constant
   time: ``401 unauthorized`` otherwise (before any routing, so a stranger learns nothing).
-* Paths are matched as they arrive (no decoding) segment by segment; the one variable segment,
-  ``{session}``, is percent-decoded (a segment that is not valid percent-encoded UTF-8 matches
-  nothing). A path known under another method answers ``405`` (with ``Allow``), an unknown one
-  ``404``; ``HEAD`` is answered from ``GET`` without a body.
+* Paths are matched as they arrive (no decoding) segment by segment; the variable segments,
+  ``{session}`` (and an approval's ``{item}``), are percent-decoded (a segment that is not valid
+  percent-encoded UTF-8 matches nothing). A path known under another method answers ``405``
+  (with ``Allow``), an unknown one ``404``; ``HEAD`` is answered from ``GET`` without a body.
 """
 
 from __future__ import annotations
@@ -26,13 +26,25 @@ from fastagent_cli.serving.body import text_response
 from fastagent_cli.serving.invoke_auth import InvokeToken, is_authorized, unauthorized
 from fastagent_cli.serving.router import Handler, path_of
 
-__all__ = ["CONTROL_PREFIX", "CORS_HEADERS", "SESSION", "PlaneHandler", "PlaneRoute", "mount_plane"]
+__all__ = [
+    "CONTROL_PREFIX",
+    "CORS_HEADERS",
+    "ITEM",
+    "SESSION",
+    "PlaneHandler",
+    "PlaneRoute",
+    "item_of",
+    "mount_plane",
+]
 
 log = logging.getLogger("fastagent.control")
 
 CONTROL_PREFIX = "/control"
 SESSION = "{session}"
 """The variable segment of a route pattern: a percent-encoded session id."""
+ITEM = "{item}"
+"""A second variable segment (an approval id): matched like ``{session}``, read with
+:func:`item_of`."""
 
 CORS_HEADERS: Mapping[str, str] = {
     "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
@@ -69,14 +81,20 @@ def _match(pattern: Sequence[str], segments: Sequence[str]) -> str | None:
         return None
     session = ""
     for expected, actual in zip(pattern, segments, strict=True):
-        if expected == SESSION:
+        if expected in (SESSION, ITEM):
             decoded = _decode(actual)
             if decoded is None:
                 return None
-            session = decoded
+            if expected == SESSION:
+                session = decoded
         elif expected != actual:
             return None
     return session
+
+
+def item_of(request: web.BaseRequest) -> str:
+    """The decoded last segment of the request's path (a route's trailing :data:`ITEM`)."""
+    return _decode(path_of(request).rsplit("/", 1)[-1]) or ""
 
 
 def _with_cors(response: web.StreamResponse) -> web.StreamResponse:

@@ -11,6 +11,8 @@
 ``GET    /control/sessions/{id}/entries``    ``?since=<entry id>``
 ``GET    /control/sessions/{id}/events``     SSE: ``data: {sessionId, epoch, seq, event}``
 ``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
+``POST   /control/sessions/{id}/approvals/{a}``  ``{decision: approve|deny, reason?, by?}``: 404
+                                             ``no_such_approval``, 409 ``approval_closed``
 ``POST   /control/invoke``                   the data plane: ``{session, text}``, SSE like /invoke;
                                              ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
@@ -47,10 +49,11 @@ from fastagent_cli.control import (
 )
 from fastagent_cli.control.wire import MALFORMED
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
+from fastagent_cli.serving.control.answers import ANSWER_STATUS, parse_answer
 from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.dispatch_routes import dispatch_routes
 from fastagent_cli.serving.control.fanout import EventFanout
-from fastagent_cli.serving.control.plane import CORS_HEADERS, SESSION, PlaneHandler, PlaneRoute
+from fastagent_cli.serving.control.plane import CORS_HEADERS, ITEM, SESSION, PlaneHandler, PlaneRoute, item_of
 from fastagent_cli.serving.control.replies import (
     BODY_TOO_LARGE,
     entries_handler,
@@ -134,6 +137,17 @@ def control_routes(
             return json_response(rejected(INVALID_COMMAND, MALFORMED).to_json())
         return json_response((await run_action(sessions.get(session), action)).to_json())
 
+    async def approval(request: web.BaseRequest, session: str) -> web.StreamResponse:
+        body = await read_json(request)
+        if isinstance(body, web.Response):
+            return body
+        parsed = parse_answer(body)
+        if isinstance(parsed, ActionResult):
+            return json_response(parsed.to_json(), 400)
+        decision, reason, by = parsed
+        result = await sessions.get(session).answer_approval(item_of(request), decision, by=by, reason=reason)
+        return json_response(result.to_json(), ANSWER_STATUS.get(result.code or "", 200))
+
     routes = [
         PlaneRoute("GET", ("capabilities",), capabilities),
         PlaneRoute("GET", ("commands",), commands),
@@ -145,6 +159,7 @@ def control_routes(
         PlaneRoute("GET", ("sessions", SESSION, "entries"), entries),
         PlaneRoute("GET", ("sessions", SESSION, "events"), events),
         PlaneRoute("POST", ("sessions", SESSION, "actions"), actions),
+        PlaneRoute("POST", ("sessions", SESSION, "approvals", ITEM), approval),
         *dispatch_routes(control, fanout),
     ]
     if agent is not None:

@@ -179,6 +179,10 @@ class CodeMode:
                 extra=ctx.extra,
                 run=ctx.run,
             )
+            if ctx.approve is not None:  # a tool that asks for approval asks from code too
+                denied = await ctx.approve(str(nested.tool_call_id), fn.tool, arguments)
+                if denied is not None:
+                    raise RuntimeError(f"{fn.name} was not run: {_error_text(denied)}")
             try:
                 result = await asyncio.wait_for(fn.tool.execute(arguments, nested), timeout)
             except TimeoutError:

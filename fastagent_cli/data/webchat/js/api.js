@@ -74,6 +74,8 @@ export const api = {
   fork: (into, from, at) => call("PUT", `control/sessions/${enc(into)}`, { from, at }),
   remove: (id) => call("DELETE", `control/sessions/${enc(id)}`),
   action: (id, action) => call("POST", `control/sessions/${enc(id)}/actions`, action),
+  answer: (id, approval, decision, reason) =>
+    call("POST", `control/sessions/${enc(id)}/approvals/${enc(approval)}`, { decision, reason: reason || undefined, by: "web chat" }),
   // Starts a run the server keeps going without this page (a reload does not stop it).
   invoke: (id, text) => call("POST", "control/invoke", { session: id, text, detach: true }),
 };

@@ -2,6 +2,7 @@
 // transcript, the conversation list and the message box together.
 
 import { api, readAddress, showSessionInAddress, token, Unauthorized } from "./api.js";
+import { clickedAnswer } from "./approvals.js";
 import { Composer } from "./composer.js";
 import { icon } from "./icons.js";
 import { SessionModel } from "./session.js";
@@ -241,6 +242,20 @@ async function compact() {
   }
 }
 
+// Approve / Deny on an approval card: the card leaves every tab once the server resolves it.
+async function answerApproval(answer) {
+  const model = current();
+  for (const button of answer.card.querySelectorAll("button")) button.disabled = true;
+  try {
+    await api.answer(model.id, answer.id, answer.decision, answer.reason);
+  } catch (error) {
+    handle(error, answer.decision === "approve" ? "Not approved" : "Not denied");
+    model.refreshState(); // answered elsewhere, expired: the server's list is the truth
+  } finally {
+    for (const button of answer.card.querySelectorAll("button")) button.disabled = false;
+  }
+}
+
 async function stop() {
   try {
     const result = await api.action(current().id, { type: "abort" });
@@ -365,6 +380,10 @@ function boot() {
   $("queue").addEventListener("click", () => page.composer.submit("followUp"));
   $("stop").addEventListener("click", stop);
   $("transcript").addEventListener("click", (event) => event.target.closest("[data-action=compact]") && compact());
+  $("transcript").addEventListener("click", (event) => {
+    const answer = clickedAnswer(event);
+    if (answer) answerApproval(answer);
+  });
   $("new-chat").addEventListener("click", () => open(newSessionId()));
   $("menu").addEventListener("click", () => (document.body.classList.contains("drawer-open") ? closeDrawer() : openDrawer()));
   $("scrim").addEventListener("click", closeDrawer);

@@ -22,6 +22,7 @@ export class SessionModel {
     this.last = null; // the newest entry id seen, in append order (the entries(since=) cursor)
     this.state = { status: "idle", pending: EMPTY_QUEUES };
     this.live = emptyLive();
+    this.approvals = new Map(); // approval id -> {id, toolCallId, tool, args, requestedAt, expiresAt}
     this.notice = null; // {kind: "error" | "info", text}
     this.connection = "connecting";
     this.exists = false;
@@ -172,6 +173,7 @@ export class SessionModel {
 
   applyState(state) {
     this.state = { pending: EMPTY_QUEUES, ...state };
+    this.approvals = new Map((state.approvals || []).map((a) => [a.id, a]));
     if (state.leafEntryId) {
       this.leaf = state.leafEntryId;
       this.exists = true;
@@ -237,6 +239,12 @@ export class SessionModel {
         this.sync();
         break;
       }
+      case "approval_requested":
+        this.approvals.set(data.id, data);
+        break;
+      case "approval_resolved":
+        this.approvals.delete(data.id);
+        break;
       case "queue_changed":
         this.state.pending = data;
         break;

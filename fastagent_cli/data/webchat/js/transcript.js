@@ -2,6 +2,7 @@
 // live part (the answer streaming now, tools running now, a notice). Tool calls are lines that
 // expand to their arguments and result; thinking is folded away.
 
+import { ApprovalCards } from "./approvals.js";
 import { renderMarkdown } from "./markdown.js";
 
 function el(tag, className, text) {
@@ -87,6 +88,7 @@ export class Transcript {
     this.tools = new Map(); // tool call id -> ToolLine
     this.container.replaceChildren();
     this.liveNode = el("div", "live");
+    this.approvalCards = new ApprovalCards();
     this.liveMessage = null;
     this.liveText = null;
   }
@@ -219,6 +221,7 @@ export class Transcript {
       wrap.append(line.node);
       parts.push(wrap);
     }
+    parts.push(...this.approvalCards.nodes(model));
     if (model.running) {
       const status = el("div", "run-status");
       status.append(el("span", "spinner"), el("span", "", model.live.notice || (model.state.status === "compacting" ? "Compacting…" : "Working…")));

@@ -1,0 +1,195 @@
+"""Tool approvals in Slack: Block Kit buttons under the request, pressed through interactivity.
+
+When a turn's tool call waits for approval (the contract's ``approval_requested``), the thread
+gets a message naming the tool and its arguments with an ``actions`` block of two buttons
+(``action_id`` ``fa_approval_approve`` / ``fa_approval_deny``, ``value`` the approval id). Slack
+posts a press to the app's Interactivity Request URL, ``POST /slack/interactivity``, as a form
+field ``payload`` (a ``block_actions`` JSON), signed like the events (``X-Slack-Signature`` over
+the raw body: anything else is a 401). The press answers through the session hub
+(``by="slack:<user id>"``) when the presser asked the turn or is on ``[approval] allow_from``;
+anyone else gets an ephemeral note through the payload's ``response_url`` and nothing changes.
+Answered, the message is updated to say who decided (the buttons leave with the update).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+from aiohttp import web
+
+from fastagent_cli.channels.kit.runtime import BackgroundTasks
+from fastagent_cli.channels.slack.api import SlackApi, SlackApiError
+from fastagent_cli.channels.slack.verify import verify_slack_signature
+from fastagent_cli.contract import ApprovalRequested
+from fastagent_cli.control import Decision, SessionControl
+from fastagent_cli.serving.body import read_post_body, text_response
+
+__all__ = ["APPROVE_ACTION", "DENY_ACTION", "INTERACTIVITY_ROUTE", "SlackApprovals", "approval_blocks"]
+
+log = logging.getLogger("fastagent.channel")
+
+INTERACTIVITY_ROUTE = "/slack/interactivity"
+APPROVE_ACTION = "fa_approval_approve"
+DENY_ACTION = "fa_approval_deny"
+NOT_YOURS = "Only the person who asked (or someone on the approval list) can answer this."
+GONE = "This request is no longer waiting for an answer."
+_ARGS_MAX = 2500
+
+
+@dataclass(slots=True)
+class _Ask:
+    session: str
+    channel: str
+    ts: str
+    tool: str
+    asker: str | None
+    answerers: tuple[str, ...]
+    summary: str
+
+
+def approval_blocks(event: ApprovalRequested) -> tuple[str, list[dict[str, Any]]]:
+    """The fallback text and the blocks of a request."""
+    args = json.dumps(event.args, ensure_ascii=False, indent=2)
+    if len(args) > _ARGS_MAX:
+        args = args[: _ARGS_MAX - 1] + "…"
+    summary = f":lock: Approve `{event.tool}`?"
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"{summary}\n```{args}```"}},
+        {
+            "type": "actions",
+            "block_id": f"fa_approval:{event.id}",
+            "elements": [
+                {
+                    "type": "button",
+                    "action_id": APPROVE_ACTION,
+                    "text": {"type": "plain_text", "text": "Approve"},
+                    "style": "primary",
+                    "value": event.id,
+                },
+                {
+                    "type": "button",
+                    "action_id": DENY_ACTION,
+                    "text": {"type": "plain_text", "text": "Deny"},
+                    "style": "danger",
+                    "value": event.id,
+                },
+            ],
+        },
+    ]
+    return f"Approve {event.tool}?", blocks
+
+
+class SlackApprovals:
+    """The approval buttons of one mounted channel (asks of this process, by approval id)."""
+
+    def __init__(
+        self, api: SlackApi, control: SessionControl | None, secret: str, tasks: BackgroundTasks
+    ) -> None:
+        self.api = api
+        self.control = control
+        self.secret = secret
+        self.tasks = tasks
+        self._asks: dict[str, _Ask] = {}
+
+    async def ask(self, record: Mapping[str, Any], event: ApprovalRequested) -> None:
+        text, blocks = approval_blocks(event)
+        params = {
+            "channel": record["channel"],
+            "thread_ts": record.get("thread"),
+            "text": text,
+            "blocks": blocks,
+        }
+        try:
+            posted = await self.api.call("chat.postMessage", params)
+        except SlackApiError as exc:
+            log.warning("[slack] could not post approval %s (answer it elsewhere): %s", event.id, exc)
+            return
+        ts = posted.get("ts")
+        if isinstance(ts, str):
+            user = record.get("user")
+            self._asks[event.id] = _Ask(
+                record["session"],
+                str(record["channel"]),
+                ts,
+                event.tool,
+                None if user is None else str(user),
+                event.answerers,
+                blocks[0]["text"]["text"],
+            )
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """``POST /slack/interactivity``: verify, then answer the press (200 at once, as Slack asks)."""
+        raw = await read_post_body(request)
+        if isinstance(raw, web.Response):
+            return raw
+        headers = request.headers
+        if not verify_slack_signature(
+            self.secret, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature"), raw
+        ):
+            log.warning("[slack] rejected an interaction with an invalid or stale X-Slack-Signature")
+            return text_response("invalid signature\n", 401)
+        try:
+            payload = json.loads(parse_qs(raw.decode("utf-8")).get("payload", [""])[0])
+        except (ValueError, UnicodeDecodeError):
+            return text_response("expected a form field payload holding JSON\n", 400)
+        if isinstance(payload, dict) and payload.get("type") == "block_actions":
+            await self._press(payload)
+        return web.Response(status=200)
+
+    async def _press(self, payload: Mapping[str, Any]) -> None:
+        actions = [a for a in payload.get("actions") or [] if isinstance(a, Mapping)]
+        action = next((a for a in actions if a.get("action_id") in (APPROVE_ACTION, DENY_ACTION)), None)
+        if action is None:
+            return
+        approval_id = str(action.get("value") or "")
+        user = str((payload.get("user") or {}).get("id"))
+        response_url = payload.get("response_url")
+        ask = self._asks.get(approval_id)
+        if ask is None or self.control is None:
+            self._ephemeral(response_url, GONE)
+            return
+        if user != ask.asker and user not in ask.answerers:
+            log.info("[slack] user %s may not answer approval %s: refused", user, approval_id)
+            self._ephemeral(response_url, NOT_YOURS)
+            return
+        decision: Decision = "approve" if action.get("action_id") == APPROVE_ACTION else "deny"
+        result = await self.control.sessions.get(ask.session).answer_approval(
+            approval_id, decision, by=f"slack:{user}"
+        )
+        if not result.ok:
+            self._ephemeral(response_url, GONE)
+            if result.code in ("approval_closed", "no_such_approval"):
+                self._asks.pop(approval_id, None)
+            return
+        del self._asks[approval_id]
+        verdict = ":white_check_mark: Approved" if decision == "approve" else ":x: Denied"
+        closed = f"{ask.summary}\n{verdict} by <@{user}>"
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": closed}}]
+        self.tasks.spawn(self._update(ask, closed, blocks))
+
+    async def _update(self, ask: _Ask, text: str, blocks: list[dict[str, Any]]) -> None:
+        try:
+            await self.api.call(
+                "chat.update", {"channel": ask.channel, "ts": ask.ts, "text": text, "blocks": blocks}
+            )
+        except SlackApiError as exc:
+            log.warning("[slack] could not update approval message: %s", exc)
+
+    def _ephemeral(self, response_url: Any, text: str) -> None:
+        if isinstance(response_url, str) and response_url.startswith(("https://", "http://")):
+            self.tasks.spawn(_respond(response_url, text))
+
+
+async def _respond(url: str, text: str) -> None:
+    body = {"response_type": "ephemeral", "replace_original": False, "text": text}
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            await client.post(url, json=body)
+    except httpx.HTTPError as exc:
+        log.warning("[slack] could not answer an interaction: %s", exc)

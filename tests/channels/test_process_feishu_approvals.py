@@ -1,0 +1,95 @@
+"""Feishu approvals through the real ``fastagent start`` against the fake Feishu: the request
+arrives as a card with Approve / Deny buttons, a ``card.action.trigger`` from someone who did not
+ask gets an error toast and changes nothing, the asker's press approves (the callback's answer
+replaces the card with one saying who), and a press with a wrong verification token is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.fakes.fake_feishu import FakeFeishu
+from tests.serving.serving_proc import ServerProcess
+
+pytestmark = pytest.mark.slow
+
+MODEL = """
+def reply(request):
+    if request.round == 0:
+        return {"toolCalls": [{"name": "deploy", "args": {"env": "prod"}}]}
+    last = request.messages[-1]
+    return "result: " + "".join(b.get("text", "") for b in last["content"])
+"""
+DEPLOY = '''
+from fastagent_cli import tool
+
+
+@tool(approval=True)
+def deploy(env: str) -> str:
+    """Deploy."""
+    return f"deployed {env}"
+'''
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeFeishu, int]]:
+    root = tmp_path / "agent"
+    for rel, text in {
+        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
+        "fsmodel.py": MODEL,
+        "tools/deploy.py": DEPLOY,
+        "channels/feishu.py": (
+            "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
+        ),
+        ".env": (
+            "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\nFEISHU_VERIFICATION_TOKEN=vtoken\n"
+        ),
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    async with FakeFeishu() as fake:
+        env = {"FEISHU_API_BASE_URL": fake.base_url}
+        async with ServerProcess.spawn(
+            "start", str(root), "--port", "0", "--bind", "127.0.0.1", env=env
+        ) as server:
+            yield fake, await server.port()
+
+
+async def post(port: int, fake: FakeFeishu, envelope: dict[str, Any]) -> tuple[int, Any]:
+    body, headers = fake.delivery(envelope)
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
+        http.post(f"http://127.0.0.1:{port}/feishu", data=body, headers=headers) as response,
+    ):
+        text = await response.text()
+        return response.status, json.loads(text) if text.startswith("{") else text
+
+
+async def test_only_the_asker_answers_the_card(running: tuple[FakeFeishu, int]) -> None:
+    fake, port = running
+    assert (await post(port, fake, fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice")))[0] == 200
+    buttons = await fake.wait_until(lambda: fake.buttons("oc_p2p"), what="the approval card")
+    (card_id, approve), (_, deny) = buttons
+    assert approve["decision"] == "approve" and deny["decision"] == "deny"
+    assert approve["fa_approval"].startswith("ap_")
+
+    status, refused = await post(port, fake, fake.card_action(card_id, approve, operator="ou_bob"))
+    assert status == 200 and refused["toast"]["type"] == "error" and "card" not in refused
+    forged = fake.card_action(card_id, approve)
+    forged["header"]["token"] = "guessed"
+    assert (await post(port, fake, forged))[0] == 401
+
+    status, answered = await post(port, fake, fake.card_action(card_id, approve))
+    assert status == 200 and answered["toast"] == {"type": "success", "content": "✅ Approved"}
+    closed = json.dumps(answered["card"]["data"], ensure_ascii=False)
+    assert "Approved by <at id=ou_alice></at>" in closed and '"behaviors"' not in closed
+    await fake.wait_until(
+        lambda: any("result: deployed prod" in t for t in fake.shown("oc_p2p")), what="the answer"
+    )
+    status, late = await post(port, fake, fake.card_action(card_id, approve))
+    assert late["toast"]["content"] == "This request is no longer waiting for an answer."
