@@ -36,6 +36,7 @@ from fastagent_cli.definition.report import (
 from fastagent_cli.definition.skills import Skill, load_skills
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
+from fastagent_cli.engine.budget import SpendLimits
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.inbox import EngineInbox
 from fastagent_cli.engine.retry import RetryPolicy
@@ -298,6 +299,8 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             models=resolver,
             sessions=store,
             hub=backend.event_hub(),
+            usage=backend.usage_ledger(),
+            limits=SpendLimits(**config.limits.model_dump()),
             system_prompt=surface.prompt,
             tools=surface.live,
             cwd=str(surface.workspace),

@@ -43,6 +43,7 @@ from fastagent_cli.contract import (
 from fastagent_cli.control import ActionResult, InputItem, SessionEvent
 from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.boundary import start_compaction
+from fastagent_cli.engine.budget import SpendLimits, UsageMeter
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.hub import EventHub
@@ -62,6 +63,7 @@ from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, Too
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.state.usage import UsageLedger
 from fastagent_cli.tools.base import RunScope, Tool
 
 __all__ = [
@@ -101,6 +103,9 @@ class EngineConfig:
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     hub: EventHub | None = None
     """Where session events go (a fresh hub when not given: watchers subscribe to ``agent.hub``)."""
+    usage: UsageLedger | None = None
+    """Where each answer's usage is recorded (none: not recorded, only the session record has it)."""
+    limits: SpendLimits = field(default_factory=SpendLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +306,13 @@ class EngineAgent:
             retry=self.config.retry,
             compaction=self.config.compaction.for_window(bound.model.context_window),
             tool_timeout=self.config.tool_timeout,
+            meter=self._meter(scope.session),
         )
+
+    def _meter(self, session: str) -> UsageMeter | None:
+        if self.config.usage is None and not self.config.limits.any:
+            return None
+        return UsageMeter(self.config.usage, self.config.limits, session)
 
     async def bind_model(self, record: SessionRecord | None) -> BoundModel:
         """The session's model (overrides applied, thinking clamped), its key and its client;

@@ -14,6 +14,7 @@ per failed turn, with the key redacted there too.
 ``config_error``         credentials, model or definition stop the turn              no
 ``context_overflow``     the session no longer fits the model's context window,      no
                          even after compacting once
+``budget_exceeded``      a spend limit (``[limits]``) refused the next model request  no
 ``internal_error``       a bug; details are just ``internal error``                  no
 =======================  ==========================================================  =============
 
@@ -27,6 +28,7 @@ import re
 from collections.abc import Iterable
 
 from fastagent_cli.contract import Failed
+from fastagent_cli.engine.budget import BUDGET_EXCEEDED, BudgetExceeded
 from fastagent_cli.errors import (
     ConfigError,
     CredentialError,
@@ -38,6 +40,7 @@ from fastagent_cli.errors import (
 )
 
 __all__ = [
+    "BUDGET_EXCEEDED",
     "CONFIG_ERROR",
     "INTERNAL_ERROR",
     "MODEL_ERROR",
@@ -84,6 +87,8 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         shown = one_line(redact(exc.public or exc.message, keys))
         if isinstance(exc, SessionError):
             return Failed(shown, exc.retryable, SESSION_STORE_ERROR), log_line
+        if isinstance(exc, BudgetExceeded):
+            return Failed(shown, False, BUDGET_EXCEEDED), log_line
         if getattr(exc, "overflow", False):
             return Failed(shown, False, CONTEXT_OVERFLOW), log_line
         if isinstance(exc.__cause__, ProviderError) or isinstance(exc, ProviderError):

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.engine.budget import UsageMeter
 from fastagent_cli.engine.compaction import CompactionSettings, is_context_overflow
 from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
@@ -64,6 +65,8 @@ class TurnSetup:
     tool_timeout: float | None = None
     scope: RunScope | None = None
     """What tools keep for this run (closed at the settle)."""
+    meter: UsageMeter | None = None
+    """The spend limits checked before each request, the ledger each answer is recorded in."""
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from fastagent_cli.control import (
     SessionListing,
     SessionState,
     SessionsUnavailable,
+    SessionTotals,
     SessionUpdate,
     accepted,
     rejected,
@@ -94,6 +95,22 @@ class LocalSession:
                 else None
             ),
             leaf_entry_id=record.leaf_id if record is not None else None,
+            totals=await self._totals(),
+        )
+
+    async def _totals(self) -> SessionTotals | None:
+        ledger = self._engine.config.usage
+        if ledger is None:
+            return None
+        try:
+            sums = (await ledger.session_totals([self._id])).get(self._id)
+        except (OSError, FastagentError) as exc:  # observation is total
+            log.warning("[control] usage of session %s is unreadable: %s", self._id, exc)
+            return None
+        if sums is None:
+            return None
+        return SessionTotals(
+            sums.requests, sums.input, sums.output, sums.cache_read, sums.cache_write, sums.cost
         )
 
     async def entries(self, since: str | None = None) -> SessionEntries:

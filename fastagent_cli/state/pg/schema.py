@@ -15,6 +15,8 @@ Version 1:
   (entries, the summaries they change, event notifications, lease releases), in one transaction;
 * ``fastagent_channel_append(...)``: one journal append, positions taken under the document's
   row lock, then a notification naming the new position.
+
+Version 3: ``fastagent_usage``, the usage ledger (one row per model answer; :mod:`.usage`).
 """
 
 from __future__ import annotations
@@ -149,6 +151,25 @@ END
 $$;
 """
 
+_V3 = r"""
+CREATE TABLE fastagent_usage (
+    id bigserial PRIMARY KEY,
+    namespace text NOT NULL,
+    at timestamptz NOT NULL,
+    session text NOT NULL,
+    model text NOT NULL,
+    input bigint NOT NULL DEFAULT 0,
+    output bigint NOT NULL DEFAULT 0,
+    cache_read bigint NOT NULL DEFAULT 0,
+    cache_write bigint NOT NULL DEFAULT 0,
+    cost double precision NOT NULL DEFAULT 0
+);
+CREATE INDEX fastagent_usage_at ON fastagent_usage (namespace, at);
+CREATE INDEX fastagent_usage_session ON fastagent_usage (namespace, session);
+"""
+
 MIGRATIONS: list[Migration] = [
     (1, "sessions, schedule claims, channel state, event spill", _V1),
+    # 2 is the runs table (j-interop's branch); the numbers only order them, each applies once.
+    (3, "usage ledger", _V3),
 ]
