@@ -55,7 +55,7 @@ from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.engine.turn import Emit, TurnSetup
 from fastagent_cli.errors import CredentialError, SessionBusyError
-from fastagent_cli.logging_setup import TURN_FAILURE
+from fastagent_cli.logging_setup import TURN_FAILURE, bind_log_context
 from fastagent_cli.messages import ThinkingLevel, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
@@ -230,6 +230,7 @@ class EngineAgent:
         session = scope.session
         secrets: list[str | None] = []
         tools_scope = RunScope(run.run_id)
+        bind_log_context(session=session, turn=run.run_id)  # this run's task (and its tools') lines
         try:
             if log.isEnabledFor(logging.DEBUG):
                 preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
