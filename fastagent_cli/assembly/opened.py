@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fastagent_cli import telemetry
 from fastagent_cli.assembly.backend import StateBackend
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.reading import AgentSurface, describe_credential, inspect_agent_dir
@@ -47,6 +48,7 @@ from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.claude_code import ClaudeCodeMirror, MirroredStore
 from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.telemetry.settings import resolve_telemetry
 from fastagent_cli.tools.base import Tool
 
 WATCH_STATE_NAME = "watch-state.json"
@@ -265,11 +267,15 @@ class OpenedAgent:
         await self.backend.connect()
 
     async def aclose(self) -> None:
-        """Close the model clients, stop the MCP servers, close the database connections."""
+        """Close the model clients, stop the MCP servers, close the database connections, send
+        the telemetry still buffered."""
         try:
             await self._engine.aclose()
         finally:
-            await self.backend.aclose()
+            try:
+                await self.backend.aclose()
+            finally:
+                await telemetry.shutdown()
 
 
 def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgent:
@@ -281,6 +287,14 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
     surface.check()
     assert surface.model_spec is not None  # check() guarantees it
     config = surface.config
+    telemetry.activate(
+        resolve_telemetry(
+            config.telemetry.otlp_endpoint,
+            capture_content=config.telemetry.capture_content,
+            service_name=config.telemetry.service_name or surface.name,
+            env=surface.environment,
+        )
+    )
     resolver = ModelResolver(
         surface.model_spec,
         surface.registry,

@@ -53,6 +53,7 @@ from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
+from fastagent_cli.engine.traces import traced_turn
 from fastagent_cli.engine.turn import Emit, TurnSetup
 from fastagent_cli.errors import CredentialError, SessionBusyError
 from fastagent_cli.logging_setup import TURN_FAILURE, bind_log_context
@@ -226,6 +227,12 @@ class EngineAgent:
         yield settled.terminal
 
     async def _work(self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit) -> _Settled:
+        with traced_turn(scope.session, run.run_id) as settle:
+            settled = await self._turn(run, scope, inputs, emit)
+            settle(settled)
+            return settled
+
+    async def _turn(self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit) -> _Settled:
         started = time.monotonic()
         session = scope.session
         secrets: list[str | None] = []

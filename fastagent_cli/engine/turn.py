@@ -26,6 +26,7 @@ from fastagent_cli.engine.compaction import CompactionSettings, is_context_overf
 from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.runs import Run
+from fastagent_cli.engine.traces import ModelSpan, model_span
 from fastagent_cli.errors import FastagentError, ProviderError
 from fastagent_cli.messages import AssistantBlock, AssistantMessage, StopReason, Usage, empty_usage, now_ms
 from fastagent_cli.models.types import ModelClient, ModelRequest, StreamDelta
@@ -87,6 +88,15 @@ def add_usage(total: Usage, usage: Mapping[str, Any]) -> None:
 
 async def request_model(setup: TurnSetup, request: ModelRequest, emit: Emit) -> AssistantMessage:
     """Stream one assistant message (retrying transient failures); TurnFailure when it fails."""
+    with model_span(request) as traced:
+        message = await _request_model(setup, request, emit, traced)
+        traced.answered(message)
+        return message
+
+
+async def _request_model(
+    setup: TurnSetup, request: ModelRequest, emit: Emit, traced: ModelSpan
+) -> AssistantMessage:
     run = setup.run
     attempt = 0
     while True:
@@ -124,6 +134,7 @@ async def request_model(setup: TurnSetup, request: ModelRequest, emit: Emit) -> 
                 ) from exc
             attempt += 1
             delay = setup.retry.delay_ms(attempt, exc.retry_after)
+            traced.retry(attempt, delay, redact(exc.message, [request.api_key]))
             emit(
                 run.event(
                     "model_retry_scheduled",

@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from fastagent_cli import telemetry
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ChannelApiError, one_line
@@ -97,7 +98,14 @@ async def run_durable_turn(
     started = time.monotonic()
     interrupted = False
     try:
-        await execute()
+        channel = label.strip("[] ") or "channel"
+        with telemetry.root_span(
+            f"{channel} turn",
+            trigger="channel",
+            kind=telemetry.CONSUMER,
+            attributes={"fastagent.channel": channel, "gen_ai.conversation.id": session},
+        ):
+            await execute()
         log.info("%s turn done: turn=%s session=%s (%dms)", label, turn_id, session, _ms(started))
     except asyncio.CancelledError:
         interrupted = True
