@@ -6,7 +6,7 @@ name                                   kind       attributes
 ``fastagent.turns``                    counter    ``outcome`` (completed, failed)
 ``fastagent.turn.failures``            counter    ``error.type`` (the failure code)
 ``fastagent.runs.active``              updown     (none)
-``fastagent.channel.queued_turns``     updown     ``fastagent.channel``
+``fastagent.channel.queued_turns``     updown     (none): turns waiting behind another of their session
 ``gen_ai.client.operation.duration``   histogram  ``gen_ai.operation.name``, ``gen_ai.request.model``
 ``gen_ai.client.token.usage``          histogram  ``gen_ai.token.type``, ``gen_ai.request.model``
 ``fastagent.cost``                     counter    ``gen_ai.request.model`` (USD)

@@ -58,13 +58,19 @@ class QueuedNotices(Generic[T]):
         self._tasks: dict[str, asyncio.Task[T]] = {}
 
     def post(self, turn_id: str, notice: Coroutine[Any, Any, T]) -> None:
+        if turn_id not in self._tasks:
+            telemetry.metrics.add("fastagent.channel.queued_turns", 1)
         self._tasks[turn_id] = asyncio.create_task(notice)
 
     def take(self, turn_id: str) -> asyncio.Task[T] | None:
         """The turn's notice task (to await before the turn runs), or ``None`` when none was posted."""
-        return self._tasks.pop(turn_id, None)
+        task = self._tasks.pop(turn_id, None)
+        if task is not None:
+            telemetry.metrics.add("fastagent.channel.queued_turns", -1)
+        return task
 
     async def aclose(self) -> None:
+        telemetry.metrics.add("fastagent.channel.queued_turns", -len(self._tasks))
         await cancel_all(self._tasks.values())
 
 
