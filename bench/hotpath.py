@@ -445,6 +445,11 @@ async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Option
             finally:
                 server.stop()
             out[row]["server log warnings"] = float(server.warnings())
+            if server.warnings():
+                shown = server.log.read_text(errors="replace").splitlines()
+                print(
+                    "\n".join(f"    | {line}" for line in shown if line.startswith(("WARN", "ERROR")))[:2000]
+                )
         print(
             f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True
         )

@@ -10,7 +10,7 @@ else of this package is imported.
 from __future__ import annotations
 
 import contextvars
-import os
+import random
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -86,6 +86,16 @@ class SpanSink(Protocol):
         ...
 
 
+_random = random.Random()  # ids need uniqueness, not secrecy: no system call per span
+
+
+def _id(size: int) -> bytes:
+    value = 0
+    while not value:  # an all-zero id is invalid
+        value = _random.getrandbits(size * 8)
+    return value.to_bytes(size, "big")
+
+
 _CURRENT: contextvars.ContextVar[Span | None] = contextvars.ContextVar("fastagent_span", default=None)
 _sink: SpanSink | None = None
 
@@ -132,10 +142,8 @@ def span(
         yield None
         return
     parent = _CURRENT.get()
-    trace_id = parent.trace_id if parent is not None else os.urandom(16)
-    with _opened(
-        Span(trace_id, os.urandom(8), parent.span_id if parent else None, name, kind), attributes
-    ) as s:
+    trace_id = parent.trace_id if parent is not None else _id(16)
+    with _opened(Span(trace_id, _id(8), parent.span_id if parent else None, name, kind), attributes) as s:
         yield s
 
 
@@ -154,8 +162,8 @@ def root_span(
         yield None
         return
     remote = parse_traceparent(traceparent)
-    trace_id, parent_id = remote if remote is not None else (os.urandom(16), None)
-    made = Span(trace_id, os.urandom(8), parent_id, name, kind)
+    trace_id, parent_id = remote if remote is not None else (_id(16), None)
+    made = Span(trace_id, _id(8), parent_id, name, kind)
     made.attributes["fastagent.trigger"] = trigger
     with _opened(made, attributes) as s:
         yield s
