@@ -3,6 +3,10 @@ model over real HTTP (prints figures; not a test).
 
     .venv/bin/python bench/hotpath.py [--rows stream,growth,latency,thousand]
     .venv/bin/python bench/hotpath.py --compare main [--rounds 3] [--gated]
+    .venv/bin/python bench/hotpath.py --telemetry --rows stream,latency [--rounds 3]
+
+``--telemetry`` runs this checkout twice, telemetry off and on (OTLP/HTTP to a sink in this
+process, which answers every export 200), interleaved like ``--compare``.
 
 Three processes: the fake model (:mod:`fake_openai`, one token per TCP write every
 ``--interval-ms``), the real ``fastagent start`` on it (``python -m fastagent_cli``, as users run
@@ -54,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+import aiohttp.web
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -70,6 +75,8 @@ class Build:
 
     label: str
     path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment for its server (``--telemetry``: the OTLP endpoint)."""
 
 
 def free_port() -> int:
@@ -164,7 +171,7 @@ class Server:
 
     def __init__(self, build: Build, agent: Path) -> None:
         self.port = free_port()
-        env = dict(os.environ, FASTAGENT_LOG_LEVEL="warn", PYTHONPATH=str(build.path))
+        env = dict(os.environ, FASTAGENT_LOG_LEVEL="warn", PYTHONPATH=str(build.path), **build.env)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [sys.executable, "-m", "fastagent_cli", "start", str(agent), "--port", str(self.port)]
         self.log = agent.parent / "server.log"
@@ -464,10 +471,47 @@ async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Option
             finally:
                 server.stop()
             out[row]["server log warnings"] = float(server.warnings())
+            if server.warnings():
+                shown = server.log.read_text(errors="replace").splitlines()
+                print(
+                    "\n".join(f"    | {line}" for line in shown if line.startswith(("WARN", "ERROR")))[:2000]
+                )
         print(
             f"  [{build.label}] {row}: " + ", ".join(f"{k} {v:.3g}" for k, v in out[row].items()), flush=True
         )
     return out
+
+
+class OtlpSink:
+    """An OTLP/HTTP collector stand-in: answers every export 200 and counts them."""
+
+    def __init__(self, runner: aiohttp.web.AppRunner, port: int) -> None:
+        self.runner = runner
+        self.url = f"http://127.0.0.1:{port}"
+        self.posts = 0
+        self.bytes = 0
+
+    @classmethod
+    async def start(cls) -> OtlpSink:
+        from aiohttp import web
+
+        app = web.Application()
+        runner = web.AppRunner(app)
+        sink = cls(runner, free_port())
+
+        async def take(request: web.Request) -> web.Response:
+            sink.posts += 1
+            sink.bytes += len(await request.read())
+            return web.Response(content_type="application/x-protobuf")
+
+        app.router.add_post("/v1/traces", take)
+        app.router.add_post("/v1/metrics", take)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", int(sink.url.rsplit(":", 1)[1])).start()
+        return sink
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
 
 
 def export(ref: str, into: Path) -> Build:
@@ -522,6 +566,11 @@ async def main() -> None:
     parser.add_argument(
         "--gated", action="store_true", help="serve a tool that needs approval (never called)"
     )
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="compare this checkout with telemetry off and on (OTLP/HTTP to a sink on 127.0.0.1)",
+    )
     args = parser.parse_args()
     rows = [r for r in args.rows.split(",") if r]
     unknown = set(rows) - set(ROWS)
@@ -539,9 +588,13 @@ async def main() -> None:
     )
     model = FakeModel(args.interval_ms)
     table = Table()
+    sink = await OtlpSink.start() if args.telemetry else None
     with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-ref-") as ref_dir:
         this = Build("this checkout", ROOT)
         builds = [this] if args.compare is None else [export(args.compare, Path(ref_dir)), this]
+        if sink is not None:
+            env = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url, "OTEL_METRIC_EXPORT_INTERVAL": "5000"}
+            builds = [Build("telemetry off", ROOT), Build("telemetry on", ROOT, env)]
         try:
             for round_ in range(args.rounds):
                 order = builds if round_ % 2 == 0 else builds[::-1]
@@ -559,6 +612,9 @@ async def main() -> None:
                     )
         finally:
             model.stop()
+            if sink is not None:
+                print(f"  OTLP sink: {sink.posts} exports, {sink.bytes} bytes")
+                await sink.stop()
         pace = f"{args.interval_ms:g} ms between tokens"
         print(f"\n== hot path: fake model over HTTP, {pace}, {os.cpu_count()} CPUs")
         if args.rounds > 1:

@@ -53,7 +53,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "contract",
         frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup"}),
     ),
-    ("state", frozenset({"state"})),
+    ("state", frozenset({"state", "telemetry"})),
     ("models|sessions", frozenset({"models", "sessions"})),
     ("tools", frozenset({"tools"})),
     ("engine", frozenset({"engine"})),
@@ -70,7 +70,18 @@ SIDEWAYS_MODULES_ALLOWED = {("channels", "fastagent_cli.serving.body")}
 """Same-layer imports of one module: the chat channels are HTTP handlers the serving host mounts,
 and use its handler helpers (the capped body read and plain-text answers) like any channel file."""
 HOST_MAY_IMPORT = frozenset(
-    {"contract", "errors", "messages", "control", "sse", "_version", "logging_setup", "state", "assembly"}
+    {
+        "contract",
+        "errors",
+        "messages",
+        "control",
+        "sse",
+        "_version",
+        "logging_setup",
+        "state",
+        "telemetry",
+        "assembly",
+    }
 )
 CLI_MAY_NOT_IMPORT = frozenset({"engine", "sessions"})
 HEAVY_HOMES: dict[str, tuple[str, ...]] = {

@@ -13,6 +13,8 @@ runs on one event loop, and :meth:`SessionArchive.aclose` closes the database co
   path (never repaired, never written);
 * :meth:`~SessionArchive.export_jsonl`: the record's bytes, which the original and pi open as
   they are;
+* :meth:`~SessionArchive.usage_totals` / :meth:`~SessionArchive.usage_entries`: the usage ledger
+  (what ``sessions list/show`` and ``fastagent usage`` report), :attr:`~SessionArchive.limits`;
 * :meth:`~SessionArchive.sources` / :meth:`~SessionArchive.import_record`: records from a file,
   a sessions directory (pi's ``~/.pi/agent/sessions`` too) or another agent directory of either
   implementation (this one's ``.fastagent/sessions``, the TypeScript original's
@@ -30,7 +32,7 @@ from typing import Any
 
 from fastagent_cli.assembly.backend import StateBackend, select_backend
 from fastagent_cli.assembly.reading import locate_state
-from fastagent_cli.definition.config import load_config
+from fastagent_cli.definition.config import LimitsConfig, load_config
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.index import name_key
 from fastagent_cli.sessions.layout import OWN_RECORDS_DIR, decode_id, decode_spec_id, workspace_dirname
@@ -38,6 +40,7 @@ from fastagent_cli.sessions.listing import SessionSummary
 from fastagent_cli.sessions.store import SessionStore
 from fastagent_cli.sessions.transfer import ForeignRecord, find_records, prepared
 from fastagent_cli.state.paths import STATE_DIRNAME, resolve_sessions_dir
+from fastagent_cli.state.usage import UsageEntry, UsageTotals
 
 __all__ = ["ForeignRecord", "SessionArchive", "StoredSession", "open_session_archive", "stored_session_ids"]
 
@@ -65,12 +68,31 @@ class StoredSession:
 
 class SessionArchive:
     def __init__(
-        self, store: SessionStore, sessions_dir: Path, workspace: Path, backend: StateBackend | None = None
+        self,
+        store: SessionStore,
+        sessions_dir: Path,
+        workspace: Path,
+        backend: StateBackend | None = None,
+        limits: LimitsConfig | None = None,
     ) -> None:
         self._store = store
         self.sessions_dir = sessions_dir
         self.workspace = workspace
         self.backend = backend
+        self.limits = limits or LimitsConfig()
+        """The agent's ``[limits]`` (what ``fastagent usage`` shows as left)."""
+
+    async def usage_totals(self, sessions: Sequence[str]) -> dict[str, UsageTotals]:
+        """What each of ``sessions`` used and cost, from the usage ledger (left out: none recorded)."""
+        if self.backend is None:
+            return {}
+        return await self.backend.usage_ledger().session_totals(sessions)
+
+    async def usage_entries(self, since_ms: int | None = None) -> builtins.list[UsageEntry]:
+        """The usage ledger's entries (since ``since_ms``), oldest first."""
+        if self.backend is None:
+            return []
+        return await self.backend.usage_ledger().entries(since_ms)
 
     @property
     def on_database(self) -> bool:
@@ -261,4 +283,5 @@ def open_session_archive(
     root = resolve_sessions_dir(location.state_root, sessions_dir, location.workspace)
     config = load_config(location.placement.config_path)
     backend = select_backend(config, location.agent_dir, location.state_root, env)
-    return SessionArchive(backend.session_store(root, location.workspace), root, location.workspace, backend)
+    store = backend.session_store(root, location.workspace)
+    return SessionArchive(store, root, location.workspace, backend, config.limits)

@@ -10,7 +10,8 @@ PostgreSQL database that lets several ``fastagent start`` instances serve one ag
     url = "postgresql://..."           # FASTAGENT_DATABASE_URL wins
 
 :class:`StateBackend` then opens every store the hosts use, from one place: the session store,
-the schedule claims, the channel state of each channel kind, and the session event hub (which, on
+the schedule claims, the channel state of each channel kind, the usage ledger, and the session
+event hub (which, on
 the database, relays every instance's events to the others). On files nothing changes: these are
 the stores fastagent always had. The database is connected by :meth:`StateBackend.connect`
 (``start`` calls it before listening, so an unreachable database fails startup with one line) or
@@ -39,6 +40,7 @@ from fastagent_cli.state.pg.settings import (
     check_namespace,
 )
 from fastagent_cli.state.run_log import RunHistory, RunLog
+from fastagent_cli.state.usage import FileUsageLedger, UsageLedger
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly.shared_hub import SharedEventHub
@@ -88,6 +90,7 @@ class StateBackend:
         self._database: Database | None = None
         self._hub: SharedEventHub | None = None
         self._hub_started = False
+        self._ledger: UsageLedger | None = None
 
     @property
     def kind(self) -> str:
@@ -150,6 +153,18 @@ class StateBackend:
         from fastagent_cli.state.pg.channel_state import PgChannelState
 
         return PgChannelState(db, kind)
+
+    def usage_ledger(self) -> UsageLedger:
+        """The usage ledger (``<state root>/usage.jsonl``, or ``fastagent_usage``); one per process."""
+        if self._ledger is None:
+            db = self.database
+            if db is None:
+                self._ledger = FileUsageLedger(self.state_root)
+            else:
+                from fastagent_cli.state.pg.usage import PgUsageLedger
+
+                self._ledger = PgUsageLedger(db)
+        return self._ledger
 
     def event_hub(self) -> EventHub:
         """The session event hub (one per agent process)."""

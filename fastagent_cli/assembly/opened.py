@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from fastagent_cli import telemetry
 from fastagent_cli.assembly.backend import StateBackend
 from fastagent_cli.assembly.control import LocalSessionControl, session_control
 from fastagent_cli.assembly.control.owner import SessionOwner
@@ -37,6 +38,7 @@ from fastagent_cli.definition.report import (
 from fastagent_cli.definition.skills import Skill, load_skills
 from fastagent_cli.definition.tools_loader import ToolCollision, ToolLoadFailure
 from fastagent_cli.engine.agent import EngineAgent, EngineConfig
+from fastagent_cli.engine.budget import SpendLimits
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.inbox import EngineInbox
 from fastagent_cli.engine.retry import RetryPolicy
@@ -47,6 +49,7 @@ from fastagent_cli.models.registry import ModelRegistry
 from fastagent_cli.models.resolver import ModelResolver
 from fastagent_cli.sessions.claude_code import ClaudeCodeMirror, MirroredStore
 from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.telemetry.settings import resolve_telemetry
 from fastagent_cli.tools.base import Tool
 
 WATCH_STATE_NAME = "watch-state.json"
@@ -283,11 +286,15 @@ class OpenedAgent:
         await self.backend.connect()
 
     async def aclose(self) -> None:
-        """Close the model clients, stop the MCP servers, close the database connections."""
+        """Close the model clients, stop the MCP servers, close the database connections, send
+        the telemetry still buffered."""
         try:
             await self._engine.aclose()
         finally:
-            await self.backend.aclose()
+            try:
+                await self.backend.aclose()
+            finally:
+                await telemetry.shutdown()
 
 
 def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgent:
@@ -299,6 +306,14 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
     surface.check()
     assert surface.model_spec is not None  # check() guarantees it
     config = surface.config
+    telemetry.activate(
+        resolve_telemetry(
+            config.telemetry.otlp_endpoint,
+            capture_content=config.telemetry.capture_content,
+            service_name=config.telemetry.service_name or surface.name,
+            env=surface.environment,
+        )
+    )
     resolver = ModelResolver(
         surface.model_spec,
         surface.registry,
@@ -317,6 +332,8 @@ def open_agent(surface: AgentSurface, *, wake_tools: bool = False) -> OpenedAgen
             models=resolver,
             sessions=store,
             hub=backend.event_hub(),
+            usage=backend.usage_ledger(),
+            limits=SpendLimits(**config.limits.model_dump()),
             system_prompt=surface.prompt,
             tools=surface.live,
             cwd=str(surface.workspace),

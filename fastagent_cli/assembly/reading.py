@@ -201,6 +201,11 @@ class AgentSurface:
         return self.location.placement
 
     @property
+    def environment(self) -> Mapping[str, str]:
+        """The environment this read uses (the process's unless one was passed)."""
+        return os.environ if self._env is None else self._env
+
+    @property
     def name(self) -> str:
         """What the agent is called where it is shown (``name`` in ``fastagent.toml``, else its
         directory's, or the workspace's for ``init``'s ``<workspace>/fastagent/``)."""

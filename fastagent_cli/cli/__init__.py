@@ -56,5 +56,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List, show, export and import stored sessions.",
     ),
     "start": ("fastagent_cli.cli.serve_cmd:start", "Serve the agent over HTTP (POST /invoke, GET /health)."),
+    "usage": (
+        "fastagent_cli.cli.usage_cmd:usage",
+        "Show what the model requests used and cost, and what the limits leave.",
+    ),
     "tool": ("fastagent_cli.cli.tool_cmd:tool", "Run one tool directly with JSON arguments."),
 }

@@ -17,6 +17,7 @@ __all__ = [
     "auth_path_option",
     "claim_stdout",
     "dir_argument",
+    "log_format_option",
     "model_option",
     "nearest_agent",
     "run_async",
@@ -26,6 +27,21 @@ __all__ = [
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _set_log_format(_ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:  # through the environment: a dev worker and a schedule host inherit it
+        os.environ["FASTAGENT_LOG_FORMAT"] = value
+
+
+log_format_option = click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    expose_value=False,
+    is_eager=True,
+    callback=_set_log_format,
+    help="Log lines on stderr as text or one JSON object per line (FASTAGENT_LOG_FORMAT).",
+)
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

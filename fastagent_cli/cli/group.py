@@ -11,6 +11,7 @@ import click
 
 from fastagent_cli._version import __version__
 from fastagent_cli.cli import COMMANDS
+from fastagent_cli.cli.common import log_format_option
 from fastagent_cli.cli.help_text import examples
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def build_cli() -> click.Group:
         invoke_without_command=False,
         epilog=examples(""),
     )
+    @log_format_option
     @click.version_option(
         __version__, "-v", "--version", prog_name="fastagent", message="%(prog)s %(version)s"
     )

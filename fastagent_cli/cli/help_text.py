@@ -56,6 +56,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "fastagent mcp ./bot --model openai/gpt-4.1",
     ),
     "start": ("fastagent start", "PORT=9000 fastagent start ./bot"),
+    "usage": ("fastagent usage --since 7d", "fastagent usage --by session -j", "fastagent usage -s <id>"),
     "tool": (
         'fastagent tool read \'{"path": "README.md"}\'',
         'fastagent tool fetch_url \'{"url": "https://example.com"}\' -j',

@@ -22,6 +22,7 @@ import click
 from fastagent_cli.cli.common import (
     auth_path_option,
     dir_argument,
+    log_format_option,
     model_option,
     run_async,
     sessions_dir_option,
@@ -55,6 +56,7 @@ def _serve_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                 "--tunnel", is_flag=True, help="Expose the server through a cloudflared Quick Tunnel."
             ),
             click.option("--no-input", is_flag=True, help="Never prompt (fail instead of picking a model)."),
+            log_format_option,
         ]
     ):
         fn = decorator(fn)

@@ -1,10 +1,12 @@
 """``fastagent sessions list|show|export|import``: the agent's stored conversations.
 
 * ``list [dir] [--json] [--limit N]``: newest first, one line each: id, name, when it was last
-  written, message count, first prompt. ``--json`` prints ``{sessions: [{session, name,
-  createdAt, updatedAt, messageCount, preview, path}], total}``.
-* ``show <id> [dir]``: the conversation on its active path, as text. An id may be shortened to
-  any prefix that names one session.
+  written, message count, tokens and cost (from the usage ledger), first prompt. ``--json``
+  prints ``{sessions: [{session, name, createdAt, updatedAt, messageCount, preview, path,
+  usage}], total}`` (``usage``: ``{requests, inputTokens, outputTokens, cacheReadTokens,
+  cacheWriteTokens, totalTokens, cost}`` or ``null``).
+* ``show <id> [dir]``: the conversation on its active path, as text, with the session's usage
+  totals. An id may be shortened to any prefix that names one session.
 * ``export <id> [dir] [--format jsonl|md] [-o FILE]``: the record as pi's JSONL (its bytes as
   stored, which the original and pi open as they are) or as Markdown; ``-o`` writes a file
   (0600), else stdout; a Markdown file gets its images in ``<name>.images/`` next to it.
@@ -38,6 +40,7 @@ from fastagent_cli.errors import DatabaseError, FastagentError, SessionError, Us
 
 if TYPE_CHECKING:
     from fastagent_cli.assembly import ForeignRecord, SessionArchive, SessionSummary, StoredSession
+    from fastagent_cli.state.usage import UsageTotals
 
 __all__ = ["list_document", "list_lines", "sessions"]
 
@@ -75,7 +78,10 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def list_document(found: list[SessionSummary], total: int) -> dict[str, Any]:
+def list_document(
+    found: list[SessionSummary], total: int, usage: dict[str, UsageTotals] | None = None
+) -> dict[str, Any]:
+    totals = usage or {}
     return {
         "sessions": [
             {
@@ -86,6 +92,7 @@ def list_document(found: list[SessionSummary], total: int) -> dict[str, Any]:
                 "messageCount": s.message_count,
                 "preview": s.preview,
                 "path": None if s.path is None else str(s.path),
+                "usage": totals[s.session].to_json() if s.session in totals else None,
             }
             for s in found
         ],
@@ -93,21 +100,37 @@ def list_document(found: list[SessionSummary], total: int) -> dict[str, Any]:
     }
 
 
-def list_lines(found: list[SessionSummary]) -> list[str]:
+def list_lines(found: list[SessionSummary], usage: dict[str, UsageTotals] | None = None) -> list[str]:
+    """The table; with ``usage`` (some session recorded any) a TOKENS and a COST column."""
     if not found:
         return []
+    from fastagent_cli.cli.usage_view import format_cost, format_tokens
+
+    totals = usage or {}
     id_width = min(40, max(len("ID"), *(len(s.session) for s in found)))
     names = [_clip(s.name or "", 24) for s in found]
     name_width = max(len("NAME"), *(len(n) for n in names)) if any(names) else 0
-    rows = [("ID", "NAME", "UPDATED", "MSGS", "PREVIEW")]
-    for summary, name in zip(found, names, strict=True):
+    spend = [
+        (format_tokens(totals[s.session].tokens), format_cost(totals[s.session].cost))
+        if s.session in totals
+        else ("", "")
+        for s in found
+    ]
+    rows = [("ID", "NAME", "UPDATED", "MSGS", "TOKENS", "COST", "PREVIEW")]
+    for summary, name, (tokens, cost) in zip(found, names, spend, strict=True):
         updated = datetime.fromtimestamp(summary.modified).strftime("%Y-%m-%d %H:%M")
-        rows.append((summary.session, name, updated, str(summary.message_count), summary.first_prompt))
+        rows.append(
+            (summary.session, name, updated, str(summary.message_count), tokens, cost, summary.first_prompt)
+        )
+    token_width = max(len(r[4]) for r in rows)
+    cost_width = max(len(r[5]) for r in rows)
     return [
         f"{session:<{id_width}}  "
         + (f"{name:<{name_width}}  " if name_width else "")
-        + f"{updated:<16}  {count:>4}  {preview}"
-        for session, name, updated, count, preview in rows
+        + f"{updated:<16}  {count:>4}  "
+        + (f"{tokens:>{token_width}}  {cost:>{cost_width}}  " if totals else "")
+        + preview
+        for session, name, updated, count, tokens, cost, preview in rows
     ]
 
 
@@ -127,14 +150,15 @@ def list_command(directory: str, as_json: bool, limit: int, sessions_dir: str | 
     """
     archive = _archive(directory, sessions_dir)
 
-    async def read() -> tuple[list[SessionSummary], int]:
-        return await archive.list(limit or None), await archive.count()
+    async def read() -> tuple[list[SessionSummary], int, dict[str, UsageTotals]]:
+        found = await archive.list(limit or None)
+        return found, await archive.count(), await archive.usage_totals([s.session for s in found])
 
-    found, total = _on_archive(archive, read)
+    found, total, usage = _on_archive(archive, read)
     if as_json:
-        click.echo(json.dumps(list_document(found, total), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(list_document(found, total, usage), indent=2, ensure_ascii=False))
         return
-    for line in list_lines(found):
+    for line in list_lines(found, usage):
         click.echo(line)
     if not found:
         say(f"no sessions yet in {archive.where}")
@@ -162,13 +186,14 @@ def show_command(session: str, directory: str, sessions_dir: str | None) -> None
 
     archive = _archive(directory, sessions_dir)
 
-    async def read() -> StoredSession | None:
-        return await archive.read(await archive.resolve(session))
+    async def read() -> tuple[StoredSession | None, UsageTotals | None]:
+        found = await archive.resolve(session)
+        return await archive.read(found), (await archive.usage_totals([found])).get(found)
 
-    stored = _on_archive(archive, read)
+    stored, usage = _on_archive(archive, read)
     if stored is None:
         raise SessionError(f"session {session!r} went away while it was being read")
-    click.echo(text(stored), nl=False)
+    click.echo(text(stored, usage), nl=False)
 
 
 @sessions.command(

@@ -13,10 +13,13 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastagent_cli.assembly import StoredSession
 from fastagent_cli.control import APPROVAL_DECISION_TYPE, APPROVAL_TYPE
+
+if TYPE_CHECKING:
+    from fastagent_cli.state.usage import UsageTotals
 
 __all__ = ["Block", "SaveImage", "blocks", "markdown", "text"]
 
@@ -134,7 +137,7 @@ def blocks(path: Sequence[Mapping[str, Any]]) -> Iterator[Block]:
             yield block
 
 
-def _facts(stored: StoredSession) -> list[tuple[str, str]]:
+def _facts(stored: StoredSession, usage: UsageTotals | None = None) -> list[tuple[str, str]]:
     facts = [("session", stored.session)]
     if stored.name:
         facts.append(("name", stored.name))
@@ -144,14 +147,18 @@ def _facts(stored: StoredSession) -> list[tuple[str, str]]:
     facts.append(("messages", str(stored.message_count)))
     if stored.model:
         facts.append(("model", stored.model + (f" · thinking {stored.thinking}" if stored.thinking else "")))
+    if usage is not None:
+        from fastagent_cli.cli.usage_view import summary
+
+        facts.append(("usage", summary(usage)))
     hidden = len(stored.entries) - len(stored.active)
     if hidden:
         facts.append(("branches", f"{hidden} entries on other branches are not shown"))
     return facts
 
 
-def text(stored: StoredSession) -> str:
-    out = [f"{key:<9} {value}" for key, value in _facts(stored)]
+def text(stored: StoredSession, usage: UsageTotals | None = None) -> str:
+    out = [f"{key:<9} {value}" for key, value in _facts(stored, usage)]
     for block in blocks(stored.active):
         out.append("")
         out.append(f"── {block.title} ──" if block.kind == "note" else f"[{block.title}]")

@@ -278,6 +278,44 @@ class SessionUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionTotals:
+    """What every model answer of the session used and cost, summed (from the usage ledger)."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "totalTokens": self.total_tokens,
+            "cost": self.cost,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SessionTotals:
+        return cls(
+            _get(obj, "requests", int, 0),
+            _get(obj, "inputTokens", int, 0),
+            _get(obj, "outputTokens", int, 0),
+            _get(obj, "cacheReadTokens", int, 0),
+            _get(obj, "cacheWriteTokens", int, 0),
+            float(_get(obj, "cost", (int, float), 0.0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class SessionState:
     """What a session will run with and what it is doing now (there is no ``failed`` status:
     a failure is a run's outcome, not a session's state)."""
@@ -293,6 +331,8 @@ class SessionState:
     leaf_entry_id: str | None = None
     approvals: tuple[PendingApproval, ...] = ()
     """Tool calls waiting for an answer (``approvals: [{id, tool, args, requestedAt, expiresAt}]``)."""
+    totals: SessionTotals | None = None
+    """The session's usage and cost so far, every answer summed (``None``: none recorded)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
@@ -308,6 +348,8 @@ class SessionState:
         _put(out, "leafEntryId", self.leaf_entry_id)
         if self.approvals:  # absent when none wait (additive: older readers see what they saw)
             out["approvals"] = [a.to_json() for a in self.approvals]
+        if self.totals is not None:
+            out["totals"] = self.totals.to_json()
         return out
 
     @classmethod
@@ -317,6 +359,7 @@ class SessionState:
             raise ValueError(f"unknown status {status!r}")
         levels = obj.get("availableThinkingLevels")
         usage = obj.get("usage")
+        totals = obj.get("totals")
         return cls(
             status,
             _get(obj, "name", str, None),
@@ -328,6 +371,7 @@ class SessionState:
             SessionUsage.from_json(usage) if isinstance(usage, Mapping) else None,
             _get(obj, "leafEntryId", str, None),
             tuple(PendingApproval.from_json(a) for a in obj.get("approvals") or () if isinstance(a, Mapping)),
+            SessionTotals.from_json(totals) if isinstance(totals, Mapping) else None,
         )
 
 

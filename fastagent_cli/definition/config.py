@@ -27,6 +27,17 @@ a TOML syntax error names the file, line and column::
     first_byte_timeout = 30            # seconds for its answer to start once a request is sent
     chunk_timeout = 300                # seconds an answer may go silent between two chunks
 
+    [limits]                           # spend limits, checked before each model request
+    max_cost_per_turn = 0.50           # USD (catalog prices, or models.json "cost")
+    max_cost_per_session = 5
+    max_cost_per_day = 20              # the UTC day, across every session and instance
+    max_tokens_per_day = 2000000       # token equivalents (per_turn / per_session / per_day)
+
+    [telemetry]                        # OpenTelemetry, off unless an endpoint is set
+    otlp_endpoint = "http://localhost:4318"   # OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT wins)
+    capture_content = false            # prompts, answers and tool arguments in the spans
+    service_name = "support-bot"       # default: the agent's name (OTEL_SERVICE_NAME wins)
+
     [compaction]                       # pi's compaction settings
     enabled = true                     # compact by itself near the context window's end
     reserve_tokens = 16384             # caps: a session uses 1/4 of its model's window at most
@@ -200,6 +211,32 @@ class EngineSettings(_Strict):
     chunk_timeout: float = Field(default=300.0, gt=0, le=86_400)
 
 
+class LimitsConfig(_Strict):
+    """Spend limits (see :mod:`fastagent_cli.engine.budget`); unset: no limit."""
+
+    max_cost_per_turn: float | None = Field(default=None, gt=0)
+    max_cost_per_session: float | None = Field(default=None, gt=0)
+    max_cost_per_day: float | None = Field(default=None, gt=0)
+    max_tokens_per_turn: int | None = Field(default=None, ge=1)
+    max_tokens_per_session: int | None = Field(default=None, ge=1)
+    max_tokens_per_day: int | None = Field(default=None, ge=1)
+
+
+class TelemetryConfig(_Strict):
+    """OpenTelemetry export (see :mod:`fastagent_cli.telemetry`); the ``OTEL_*`` variables win."""
+
+    otlp_endpoint: str | None = None
+    capture_content: bool = False
+    service_name: str | None = None
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL (the collector's OTLP/HTTP base)")
+        return value
+
+
 class CompactionConfig(_Strict):
     enabled: bool = True
     reserve_tokens: int = Field(default=16_384, ge=1, le=1_000_000)
@@ -315,6 +352,8 @@ class FastagentConfig(_Strict):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     code_mode: CodeModeSettings | bool = Field(default=False, union_mode="left_to_right")
     claude_code_sessions: bool = False
     state_backend: Literal["files", "postgres"] | None = None

@@ -44,6 +44,7 @@ from fastagent_cli.control import SESSION_BUSY, ActionResult, InputItem, Session
 from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.boundary import start_compaction
+from fastagent_cli.engine.budget import SpendLimits, UsageMeter
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.hub import EventHub
@@ -53,9 +54,10 @@ from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
+from fastagent_cli.engine.traces import traced_turn
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnSetup
 from fastagent_cli.errors import CredentialError, FastagentError, SessionBusyError
-from fastagent_cli.logging_setup import TURN_FAILURE
+from fastagent_cli.logging_setup import TURN_FAILURE, bind_log_context
 from fastagent_cli.messages import ThinkingLevel, ToolCall, now_ms
 from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.structured import OutputFormat, check_schema, output_format
@@ -64,6 +66,7 @@ from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, Too
 from fastagent_cli.sessions.inherit import Inheritance
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
+from fastagent_cli.state.usage import UsageLedger
 from fastagent_cli.tools.approval import ApprovalPolicy
 from fastagent_cli.tools.base import RunScope, Tool
 
@@ -108,6 +111,9 @@ class EngineConfig:
     """Where session events go (a fresh hub when not given: watchers subscribe to ``agent.hub``)."""
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls wait for a person (the tools' own flags count too)."""
+    usage: UsageLedger | None = None
+    """Where each answer's usage is recorded (none: not recorded, only the session record has it)."""
+    limits: SpendLimits = field(default_factory=SpendLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +243,19 @@ class EngineAgent:
     async def _work(
         self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit, resume: bool = False
     ) -> _Settled:
+        with traced_turn(scope.session, run.run_id) as settle:
+            settled = await self._turn(run, scope, inputs, emit, resume)
+            settle(settled)
+            return settled
+
+    async def _turn(
+        self, run: Run, scope: Scope, inputs: list[InputItem], emit: Emit, resume: bool = False
+    ) -> _Settled:
         started = time.monotonic()
         session = scope.session
         secrets: list[str | None] = []
         tools_scope = RunScope(run.run_id)
+        bind_log_context(session=session, turn=run.run_id)  # this run's task (and its tools') lines
         try:
             if log.isEnabledFor(logging.DEBUG):
                 preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
@@ -324,6 +339,7 @@ class EngineAgent:
             tool_timeout=self.config.tool_timeout,
             approvals=self.approvals,
             resume=resumed,
+            meter=self._meter(scope.session),
         )
 
     def _open_calls(self, record: SessionRecord, run: Run, resume: bool) -> list[ToolCall]:
@@ -366,6 +382,11 @@ class EngineAgent:
         await asyncio.sleep(0)  # the drive takes the lease and registers the run
         run = self.runs.active(session)
         return accepted(run.run_id if run is not None else None)
+
+    def _meter(self, session: str) -> UsageMeter | None:
+        if self.config.usage is None and not self.config.limits.any:
+            return None
+        return UsageMeter(self.config.usage, self.config.limits, session)
 
     async def bind_model(self, record: SessionRecord | None) -> BoundModel:
         """The session's model (overrides applied, thinking clamped), its key and its client;

@@ -16,6 +16,7 @@ per failed turn, with the key redacted there too.
                          even after compacting once
 ``invalid_output``       a structured run got no answer matching its schema          no
 ``invalid_schema``       a structured run's schema is not a usable JSON Schema       no
+``budget_exceeded``      a spend limit (``[limits]``) refused the next model request  no
 ``internal_error``       a bug; details are just ``internal error``                  no
 =======================  ==========================================================  =============
 
@@ -29,6 +30,7 @@ import re
 from collections.abc import Iterable
 
 from fastagent_cli.contract import Failed
+from fastagent_cli.engine.budget import BUDGET_EXCEEDED, BudgetExceeded
 from fastagent_cli.errors import (
     ConfigError,
     CredentialError,
@@ -40,6 +42,7 @@ from fastagent_cli.errors import (
 )
 
 __all__ = [
+    "BUDGET_EXCEEDED",
     "CONFIG_ERROR",
     "INTERNAL_ERROR",
     "MODEL_ERROR",
@@ -86,6 +89,8 @@ def describe_failure(exc: BaseException, secrets: Iterable[str | None] = ()) -> 
         shown = one_line(redact(exc.public or exc.message, keys))
         if isinstance(exc, SessionError):
             return Failed(shown, exc.retryable, SESSION_STORE_ERROR), log_line
+        if isinstance(exc, BudgetExceeded):
+            return Failed(shown, False, BUDGET_EXCEEDED), log_line
         code = getattr(exc, "failed_code", None)
         if isinstance(code, str):  # a failure that names its own code (invalid_output)
             return Failed(shown, bool(getattr(exc, "retryable", False)), code), log_line

@@ -239,6 +239,8 @@ class _Run:
         while True:
             try:
                 request = _fit(self.request(exhausted))
+                if self.setup.meter is not None:  # refused before it is sent (budget_exceeded)
+                    await self.setup.meter.check(self.usage, request)
                 assistant = await request_model(self.setup, request, self._emit_storing)
             except asyncio.CancelledError:
                 self.store_prompt()  # an aborted turn keeps its prompt, as it always did
@@ -262,6 +264,8 @@ class _Run:
             self.learn(request, assistant)
             self.messages.append(assistant)
             add_usage(self.usage, assistant["usage"])
+            if self.setup.meter is not None:
+                await self.setup.meter.record(request.model.spec, assistant["usage"])
             self.emit(
                 self.setup.run.event(
                     "message_finished", entryId=entry["id"], stopReason=assistant["stopReason"]

@@ -28,6 +28,7 @@ from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.failures import first_failure
 from fastagent_cli.engine.runs import Run
+from fastagent_cli.engine.traces import tool_span
 from fastagent_cli.messages import ToolCall, ToolResultMessage, now_ms
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.tools.base import (
@@ -153,7 +154,9 @@ async def run_tool_batch(
         started = time.monotonic()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("[agent]   tool → %s(%s)", call["name"], _preview(call["arguments"], 120))
-        result = denied or limit_result(await _execute(tool, call, ctx, tool_timeout))
+        with tool_span(call["name"], call["id"], call["arguments"]) as traced:
+            result = denied or limit_result(await _execute(tool, call, ctx, tool_timeout))
+            traced(result.is_error, result.content)
         for name in bridge.added:
             if name not in result.added_tool_names:
                 result.added_tool_names.append(name)

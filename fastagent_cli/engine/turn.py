@@ -22,10 +22,12 @@ from typing import Any, cast
 from fastagent_cli.control import SessionEvent
 from fastagent_cli.engine.activation import ActivationState
 from fastagent_cli.engine.approvals import ApprovalDesk
+from fastagent_cli.engine.budget import UsageMeter
 from fastagent_cli.engine.compaction import CompactionSettings, is_context_overflow
 from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.runs import Run
+from fastagent_cli.engine.traces import ModelSpan, model_span
 from fastagent_cli.errors import FastagentError, ProviderError
 from fastagent_cli.messages import (
     AssistantBlock,
@@ -82,6 +84,8 @@ class TurnSetup:
     approvals: ApprovalDesk | None = None
     resume: list[ToolCall] = field(default_factory=list)
     """The leaf's tool calls an approval answer re-enters the turn with (a restarted server)."""
+    meter: UsageMeter | None = None
+    """The spend limits checked before each request, the ledger each answer is recorded in."""
 
 
 @dataclass(slots=True)
@@ -104,6 +108,15 @@ def add_usage(total: Usage, usage: Mapping[str, Any]) -> None:
 
 async def request_model(setup: TurnSetup, request: ModelRequest, emit: Emit) -> AssistantMessage:
     """Stream one assistant message (retrying transient failures); TurnFailure when it fails."""
+    with model_span(request) as traced:
+        message = await _request_model(setup, request, emit, traced)
+        traced.answered(message)
+        return message
+
+
+async def _request_model(
+    setup: TurnSetup, request: ModelRequest, emit: Emit, traced: ModelSpan
+) -> AssistantMessage:
     run = setup.run
     attempt = 0
     while True:
@@ -141,6 +154,7 @@ async def request_model(setup: TurnSetup, request: ModelRequest, emit: Emit) -> 
                 ) from exc
             attempt += 1
             delay = setup.retry.delay_ms(attempt, exc.retry_after)
+            traced.retry(attempt, delay, redact(exc.message, [request.api_key]))
             emit(
                 run.event(
                     "model_retry_scheduled",

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from fastagent_cli import telemetry
 from fastagent_cli.contract import json_text
 from fastagent_cli.models.http_errors import error_from_exception, error_from_response
 from fastagent_cli.models.http_exchange import Exchange, StreamedResponse
@@ -94,6 +95,9 @@ class HttpStreamClient:
         # Encoded here, not by httpx: a lone surrogate in the conversation must not fail the turn.
         payload = body if isinstance(body, bytes) else json_text(body).encode("utf-8")
         sent = {**headers, "content-type": "application/json"}
+        parent = telemetry.traceparent()  # the model request's span: the provider's trace continues it
+        if parent is not None:
+            sent["traceparent"] = parent
         request = self._http.build_request("POST", url, content=payload, headers=sent, timeout=self._timeout)
         overrides = model.timeouts if model is not None else None
         request.extensions["timeout"] = self._pool.timeouts(overrides) if overrides else self._timeouts

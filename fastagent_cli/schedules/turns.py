@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from fastagent_cli import telemetry
 from fastagent_cli.contract import (
     SESSION_BUSY_CODE,
     Agent,
@@ -51,24 +52,33 @@ async def run_turn(agent: Agent, session: str, prompt: str) -> TurnOutcome:
     """Run one turn to its terminal. Never raises except on cancellation (the caller's stop)."""
     started = time.monotonic()
     parts: list[str] = []
-    outcome: TurnOutcome | None = None
+    outcome: TurnOutcome | None
     try:
-        async with closing(agent.invoke(Scope(session), Prompt(prompt))) as events:
-            async for event in events:
-                if isinstance(event, Text):
-                    parts.append(event.delta)
-                elif isinstance(event, Completed):
-                    outcome = TurnOutcome(0, "".join(parts), usage=_usage(event.data))
-                    break
-                elif isinstance(event, Failed):
-                    outcome = TurnOutcome(0, "".join(parts), event.details, event.code == SESSION_BUSY_CODE)
-                    break
+        with telemetry.root_span(
+            "schedule fire",
+            trigger="schedule",
+            kind=telemetry.INTERNAL,
+            attributes={"gen_ai.conversation.id": session},
+        ):
+            outcome = await _drive(agent, session, prompt, parts)
     except Exception as exc:  # an agent that breaks MUST 2 still leaves an audit line
         outcome = TurnOutcome(0, "".join(parts), one_line(f"the agent raised {type(exc).__name__}: {exc}"))
     if outcome is None:
         outcome = TurnOutcome(0, "".join(parts), "the agent's stream ended without a terminal event")
     outcome.ms = round((time.monotonic() - started) * 1000)
     return outcome
+
+
+async def _drive(agent: Agent, session: str, prompt: str, parts: list[str]) -> TurnOutcome | None:
+    async with closing(agent.invoke(Scope(session), Prompt(prompt))) as events:
+        async for event in events:
+            if isinstance(event, Text):
+                parts.append(event.delta)
+            elif isinstance(event, Completed):
+                return TurnOutcome(0, "".join(parts), usage=_usage(event.data))
+            elif isinstance(event, Failed):
+                return TurnOutcome(0, "".join(parts), event.details, event.code == SESSION_BUSY_CODE)
+    return None
 
 
 def _usage(data: Any) -> dict[str, Any] | None:

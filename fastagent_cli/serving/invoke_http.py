@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
+from fastagent_cli import telemetry
 from fastagent_cli.contract import Agent, Prompt, Scope
 from fastagent_cli.serving.body import (
     MAX_BODY_BYTES,
@@ -113,12 +114,22 @@ def create_invoke_handler(
             return text_response(parsed, 400)
         scope, prompt = parsed
         await streams.reclaim(scope.session)
-        try:
-            events = agent.invoke(scope, prompt)
-        except Exception:
-            log.exception("[host] the agent failed to start a turn for session %s", scope.session)
-            return text_response("internal error\n", 500)
-        with streams.holding(scope.session, request) as stop:
-            return await stream_events(request, events, stop=stop)
+        with telemetry.root_span(
+            "POST /invoke",
+            trigger="http",
+            traceparent=request.headers.get("traceparent"),
+            attributes={
+                "http.request.method": "POST",
+                "url.path": "/invoke",
+                "gen_ai.conversation.id": scope.session,
+            },
+        ):
+            try:
+                events = agent.invoke(scope, prompt)
+            except Exception:
+                log.exception("[host] the agent failed to start a turn for session %s", scope.session)
+                return text_response("internal error\n", 500)
+            with streams.holding(scope.session, request) as stop:
+                return await stream_events(request, events, stop=stop)
 
     return invoke

@@ -80,8 +80,8 @@ def test_list_in_text_and_json(agent: Path, run_cli: RunCli) -> None:
     done = run_cli("sessions", "list", str(agent))
     assert done.returncode == 0, done.stderr
     header, newest, older = done.stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "MSGS", "PREVIEW"]  # no session has a name
-    assert newest.startswith("slack:T1:C2:17.1") and newest.endswith("   2  second question")
+    assert header.split() == ["ID", "UPDATED", "MSGS", "TOKENS", "COST", "PREVIEW"]  # no session has a name
+    assert newest.startswith("slack:T1:C2:17.1") and newest.endswith("  $0  second question")
     assert older.startswith("telegram:-100") and older.endswith("first question")
 
     doc = json.loads(run_cli("sessions", "list", str(agent), "--json").stdout)
@@ -90,7 +90,17 @@ def test_list_in_text_and_json(agent: Path, run_cli: RunCli) -> None:
         "telegram:-100",
     ]
     first = doc["sessions"][0]
-    assert set(first) == {"session", "name", "createdAt", "updatedAt", "messageCount", "preview", "path"}
+    assert set(first) == {
+        "session",
+        "name",
+        "createdAt",
+        "updatedAt",
+        "messageCount",
+        "preview",
+        "path",
+        "usage",
+    }
+    assert first["usage"]["requests"] == 1 and first["usage"]["cost"] == 0  # scripted: tokens, no prices
     assert first["messageCount"] == 2 and first["preview"] == "second question" and first["name"] is None
     assert first["path"] == str(record_file(sessions_dir(agent), "slack:T1:C2:17.1"))
 
@@ -104,7 +114,15 @@ def test_list_with_a_name_and_nothing_stored(agent: Path, make_agent: AgentFacto
     with path.open("a") as fh:
         fh.write('{"type":"session_info","id":"n1","parentId":null,"timestamp":"t","name":"Deploy plan"}\n')
     done = run_cli("sessions", "list", str(agent))
-    assert done.stdout.splitlines()[0].split() == ["ID", "NAME", "UPDATED", "MSGS", "PREVIEW"]
+    assert done.stdout.splitlines()[0].split() == [
+        "ID",
+        "NAME",
+        "UPDATED",
+        "MSGS",
+        "TOKENS",
+        "COST",
+        "PREVIEW",
+    ]
     assert "Deploy plan" in done.stdout
 
     empty = make_agent(name="empty")

@@ -34,7 +34,8 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
             'model = "x"\nthinkingLevel = "high"\n',
             "unknown key 'thinkingLevel'; did you mean 'thinking_level'? (valid keys: model, thinking_level,"
             " coding_tools, tools, http, self_schedule, session_control, deploy, mcp_servers, engine,"
-            " compaction, approval, code_mode, claude_code_sessions, state_backend, database, output, name)",
+            " compaction, approval, limits, telemetry, code_mode, claude_code_sessions, state_backend,"
+            " database, output, name)",
         ),
         (
             "[http]\nprot = 1\n",

@@ -33,6 +33,7 @@ from fastagent_cli.control import (
     SessionListing,
     SessionState,
     SessionsUnavailable,
+    SessionTotals,
     SessionUpdate,
     accepted,
     pending_on_branch,
@@ -102,6 +103,22 @@ class LocalSession:
             ),
             leaf_entry_id=record.leaf_id if record is not None else None,
             approvals=_approvals(record),
+            totals=await self._totals(),
+        )
+
+    async def _totals(self) -> SessionTotals | None:
+        ledger = self._engine.config.usage
+        if ledger is None:
+            return None
+        try:
+            sums = (await ledger.session_totals([self._id])).get(self._id)
+        except (OSError, FastagentError) as exc:  # observation is total
+            log.warning("[control] usage of session %s is unreadable: %s", self._id, exc)
+            return None
+        if sums is None:
+            return None
+        return SessionTotals(
+            sums.requests, sums.input, sums.output, sums.cache_read, sums.cache_write, sums.cost
         )
 
     async def entries(self, since: str | None = None) -> SessionEntries:

@@ -72,9 +72,25 @@ OnError = Callable[[ChannelFailure], "str | None"]
 
 def default_error_message(failed: ChannelFailure) -> str:
     """The neutral user-facing text: no internals, always a next step."""
+    if failed.code == BUDGET_EXCEEDED_CODE:
+        return (
+            f"⚠️ I've reached the spending limit this agent is allowed, so I can't answer now. {_when(failed)}"
+        )
     if failed.retryable:
         return "⚠️ Temporary problem — please try again in a moment."
     return "⚠️ Sorry, something went wrong. Try rephrasing, or check I have access to what you need."
+
+
+BUDGET_EXCEEDED_CODE = "budget_exceeded"
+
+
+def _when(failed: ChannelFailure) -> str:
+    """When a refused asker may try again, from the limit the refusal names."""
+    if "per day" in failed.details:
+        return "The daily limit resets at 00:00 UTC."
+    if "per session" in failed.details:
+        return "This conversation has used its share; ask the operator to raise the limit or start a new one."
+    return "This request needed more than one turn may spend; try a smaller request."
 
 
 async def stream_turn(

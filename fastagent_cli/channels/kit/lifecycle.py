@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from fastagent_cli import telemetry
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
 from fastagent_cli.channels.kit.work import cancel_all
 from fastagent_cli.errors import ChannelApiError, one_line
@@ -62,13 +63,19 @@ class QueuedNotices(Generic[T]):
         self._tasks: dict[str, asyncio.Task[T]] = {}
 
     def post(self, turn_id: str, notice: Coroutine[Any, Any, T]) -> None:
+        if turn_id not in self._tasks:
+            telemetry.metrics.add("fastagent.channel.queued_turns", 1)
         self._tasks[turn_id] = asyncio.create_task(notice)
 
     def take(self, turn_id: str) -> asyncio.Task[T] | None:
         """The turn's notice task (to await before the turn runs), or ``None`` when none was posted."""
-        return self._tasks.pop(turn_id, None)
+        task = self._tasks.pop(turn_id, None)
+        if task is not None:
+            telemetry.metrics.add("fastagent.channel.queued_turns", -1)
+        return task
 
     async def aclose(self) -> None:
+        telemetry.metrics.add("fastagent.channel.queued_turns", -len(self._tasks))
         await cancel_all(self._tasks.values())
 
 
@@ -125,7 +132,14 @@ async def run_durable_turn(
     started = time.monotonic()
     interrupted = False
     try:
-        await execute()
+        channel = label.strip("[] ") or "channel"
+        with telemetry.root_span(
+            f"{channel} turn",
+            trigger="channel",
+            kind=telemetry.CONSUMER,
+            attributes={"fastagent.channel": channel, "gen_ai.conversation.id": session},
+        ):
+            await execute()
         log.info("%s turn done: turn=%s session=%s (%dms)", label, turn_id, session, _ms(started))
     except asyncio.CancelledError:
         interrupted = True

@@ -34,6 +34,7 @@ import uuid
 
 from aiohttp import web
 
+from fastagent_cli import telemetry
 from fastagent_cli.contract import Agent
 from fastagent_cli.control import (
     INVALID_COMMAND,
@@ -183,9 +184,15 @@ def _invoke_route(agent: Agent, control: SessionControl, detached: DetachedRuns)
         if not isinstance(detach, bool):
             return text_response(DETACH_TYPE, 400)
         scope, prompt = parsed
-        if detach:
-            result = await detached.start(agent, control.sessions.get(scope.session), scope, prompt)
-            return json_response(result.to_json())
-        return await stream_events(request, agent.invoke(scope, prompt), headers=CORS_HEADERS)
+        with telemetry.root_span(
+            "POST /control/invoke",
+            trigger="control",
+            traceparent=request.headers.get("traceparent"),
+            attributes={"fastagent.control.detach": detach, "gen_ai.conversation.id": scope.session},
+        ):
+            if detach:  # the run's task starts inside the span: its trace outlives this request
+                result = await detached.start(agent, control.sessions.get(scope.session), scope, prompt)
+                return json_response(result.to_json())
+            return await stream_events(request, agent.invoke(scope, prompt), headers=CORS_HEADERS)
 
     return invoke

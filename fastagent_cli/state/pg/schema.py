@@ -20,6 +20,7 @@ Version 2:
 
 * ``fastagent_runs``: the schedule run log (:mod:`.runs`), one row per scheduled or woken turn,
   its record as JSON text.
+Version 3: ``fastagent_usage``, the usage ledger (one row per model answer; :mod:`.usage`).
 """
 
 from __future__ import annotations
@@ -165,7 +166,25 @@ CREATE TABLE fastagent_runs (
 CREATE INDEX fastagent_runs_by_name ON fastagent_runs (namespace, name, id);
 """
 
+_V3 = r"""
+CREATE TABLE fastagent_usage (
+    id bigserial PRIMARY KEY,
+    namespace text NOT NULL,
+    at timestamptz NOT NULL,
+    session text NOT NULL,
+    model text NOT NULL,
+    input bigint NOT NULL DEFAULT 0,
+    output bigint NOT NULL DEFAULT 0,
+    cache_read bigint NOT NULL DEFAULT 0,
+    cache_write bigint NOT NULL DEFAULT 0,
+    cost double precision NOT NULL DEFAULT 0
+);
+CREATE INDEX fastagent_usage_at ON fastagent_usage (namespace, at);
+CREATE INDEX fastagent_usage_session ON fastagent_usage (namespace, session);
+"""
+
 MIGRATIONS: list[Migration] = [
     (1, "sessions, schedule claims, channel state, event spill", _V1),
     (2, "schedule run log", _V2),
+    (3, "usage ledger", _V3),
 ]

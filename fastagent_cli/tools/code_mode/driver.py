@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastagent_cli import telemetry
+
 __all__ = ["CallLog", "Snippet", "future_call_offsets"]
 
 Call = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
@@ -145,7 +147,15 @@ class Snippet:
         started = time.monotonic()
         entry: dict[str, Any] = {"tool": name, "args": kwargs, "isError": False, "ms": 0.0}
         try:
-            return await call(args, kwargs)
+            with telemetry.span(
+                f"execute_tool {name}",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "fastagent.code_mode": True,
+                },
+            ):
+                return await call(args, kwargs)
         except Exception:
             entry["isError"] = True
             raise

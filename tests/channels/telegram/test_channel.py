@@ -191,6 +191,20 @@ async def test_failures_reach_the_user_as_neutral_text(telegram: FakeTelegram, m
     assert telegram.shown(42) == ["⚠️ Temporary problem — please try again in a moment."]
 
 
+async def test_a_spend_limit_is_told_in_plain_words(telegram: FakeTelegram, mount: Mount) -> None:
+    refusal = (
+        "spend limit reached: max_cost_per_day = $5 per day; today (UTC) has used $5.01 and the next "
+        "model request would pass it (the day resets at 00:00 UTC)"
+    )
+    bot = await mount(channel(telegram), FakeAgent(failing(refusal, code="budget_exceeded")))
+    await bot.update(Updates().message("x"))
+    await idle(bot)
+    assert telegram.shown(42) == [
+        "⚠️ I've reached the spending limit this agent is allowed, so I can't answer now. "
+        "The daily limit resets at 00:00 UTC."
+    ]
+
+
 async def test_on_error_decides_the_failure_text_and_empty_deletes(
     telegram: FakeTelegram, mount: Mount
 ) -> None:

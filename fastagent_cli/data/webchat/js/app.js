@@ -151,10 +151,19 @@ function chrome() {
   $("run-status").textContent = status === "running" ? "Running" : status === "compacting" ? "Compacting" : "Idle";
   $("run-status").dataset.status = status;
   const usage = model.state.usage;
-  $("usage").textContent =
-    usage && usage.contextTokens !== undefined && usage.contextWindow
-      ? `context ${Math.round((usage.contextTokens / usage.contextWindow) * 100)}% of ${Math.round(usage.contextWindow / 1000)}k`
-      : "";
+  const parts = [];
+  if (usage && usage.contextTokens !== undefined && usage.contextWindow)
+    parts.push(`context ${Math.round((usage.contextTokens / usage.contextWindow) * 100)}% of ${Math.round(usage.contextWindow / 1000)}k`);
+  const totals = model.state.totals;
+  if (totals) parts.push(spendText(totals));
+  $("usage").textContent = parts.join(" · ");
+}
+
+function spendText(totals) {
+  const tokens = totals.totalTokens;
+  const shown = tokens < 1000 ? `${tokens}` : tokens < 1e6 ? `${(tokens / 1000).toFixed(1)}k` : `${(tokens / 1e6).toFixed(2)}M`;
+  const cost = totals.cost ? ` · $${totals.cost < 1 ? totals.cost.toFixed(4) : totals.cost.toFixed(2)}` : "";
+  return `${shown} tokens${cost}`;
 }
 
 function fill(select, values, chosen) {
