@@ -7,6 +7,7 @@ model over real HTTP (prints figures; not a test).
 
 ``--telemetry`` runs this checkout twice, telemetry off and on (OTLP/HTTP to a sink in this
 process, which answers every export 200), interleaved like ``--compare``.
+    .venv/bin/python bench/hotpath.py --floor        # and the bare relay, a column "x floor"
 
 Three processes: the fake model (:mod:`fake_openai`, one token per TCP write every
 ``--interval-ms``), the real ``fastagent start`` on it (``python -m fastagent_cli``, as users run
@@ -37,6 +38,11 @@ never call it; a build without approvals serves the same tool unflagged).
 directory and runs that build and this checkout alternately (interleaved, ``--rounds`` times, the
 order swapped every round) on the same fake model, then prints each figure's median per build and
 the ratio this/REF: on a shared, noisy machine the ratio of neighbouring runs is what to read.
+
+``--floor`` (issue 35) runs :mod:`floor`, a bare aiohttp relay of the same fake model, in the same
+interleaving and prints each figure of this checkout as a multiple of it (``x floor``; goal: 2x,
+streaming 1.2x). The relay has no history (no ``growth`` row) and no ``--version``; its
+one-shot streams one token from the fake model where ``invoke`` uses the scripted model.
 """
 
 from __future__ import annotations
@@ -77,6 +83,11 @@ class Build:
     path: Path
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for its server (``--telemetry``: the OTLP endpoint)."""
+    floor: bool = False
+    """The bare relay of :mod:`floor` rather than ``fastagent`` (issue 35: the ratio's base)."""
+
+
+FLOOR = Build("floor (bare relay)", HERE, floor=True)
 
 
 def free_port() -> int:
@@ -169,15 +180,19 @@ def make_agent(root: Path, model_port: int, gated: Build | None = None) -> Path:
 class Server:
     """``fastagent start`` of ``build``; its log (warnings and errors) goes to ``log``."""
 
-    def __init__(self, build: Build, agent: Path) -> None:
+    def __init__(self, build: Build, agent: Path, model_port: int) -> None:
         self.port = free_port()
         env = dict(os.environ, FASTAGENT_LOG_LEVEL="warn", PYTHONPATH=str(build.path), **build.env)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [sys.executable, "-m", "fastagent_cli", "start", str(agent), "--port", str(self.port)]
+        command += ["--bind", "127.0.0.1"]
+        if build.floor:
+            command = [sys.executable, str(HERE / "floor.py"), "--model-port", str(model_port)]
+            command += ["--port", str(self.port)]
         self.log = agent.parent / "server.log"
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [*command, "--bind", "127.0.0.1"],
+                command,
                 env=env,
                 cwd=agent.parent,
                 stdin=subprocess.DEVNULL,
@@ -397,22 +412,25 @@ _MEASURE = (
     "child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
     " stderr=subprocess.DEVNULL)\n"
     "_, status, usage = os.wait4(child.pid, 0)\n"
-    "print((time.perf_counter() - started) * 1000, usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n"
+    "cpu = (usage.ru_utime + usage.ru_stime) * 1000\n"
+    "print((time.perf_counter() - started) * 1000, usage.ru_maxrss, cpu, os.waitstatus_to_exitcode(status))\n"
 )
 """Runs a command from a small parent: a child forked from this (by then large) bench process
 would report the bench's memory as its own peak RSS."""
 
 
-def run_cli(build: Build, args: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall ms, peak RSS MB) of one ``python -m fastagent_cli`` run of ``build``."""
+def run_cli(build: Build, args: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall ms, peak RSS MB, CPU ms) of one ``python -m fastagent_cli`` run of ``build`` (of
+    ``bench/floor.py`` for the floor)."""
     env = dict(os.environ, PYTHONPATH=str(build.path))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    command = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "fastagent_cli", *args]
+    program = [str(HERE / "floor.py")] if build.floor else ["-m", "fastagent_cli"]
+    command = [sys.executable, "-c", _MEASURE, sys.executable, *program, *args]
     out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
-    wall, rss_kb, code = out.split()
+    wall, rss_kb, cpu, code = out.split()
     if code != "0":
-        raise SystemExit(f"fastagent {' '.join(args)} exited with {code}")
-    return float(wall), int(rss_kb) / 1024
+        raise SystemExit(f"{' '.join(program)} {' '.join(args)} exited with {code}")
+    return float(wall), int(rss_kb) / 1024, float(cpu)
 
 
 async def row_startup(builds: list[Build], model: FakeModel, root: Path, starts: int) -> dict[str, Figures]:
@@ -423,17 +441,22 @@ async def row_startup(builds: list[Build], model: FakeModel, root: Path, starts:
     (scripted / "fastagent.toml").write_text('model = "scripted/echo"\n')
     agent = make_agent(root / "served", model.port)
     samples: dict[str, dict[str, list[float]]] = {b.label: {} for b in builds}
+    # The floor's one-shot streams one token from the fake model (a request and a reply over
+    # HTTP, more than the scripted model's none): the ratio to it is an upper bound.
+    once = ["--model-port", str(model.port), "--once", f"hello {tokens(1)}"]
     for build in builds:
-        run_cli(build, ["invoke", "warm", str(scripted)], root)  # the bytecode cache of this build
+        run_cli(build, once if build.floor else ["invoke", "warm", str(scripted)], root)  # bytecode
     for i in range(starts):
         for build in builds if i % 2 == 0 else builds[::-1]:
             add = samples[build.label].setdefault
-            add("--version ms", []).append(run_cli(build, ["--version"], root)[0])
-            wall, rss = run_cli(build, ["invoke", "hello", str(scripted)], root)
+            if not build.floor:
+                add("--version ms", []).append(run_cli(build, ["--version"], root)[0])
+            wall, rss, cpu = run_cli(build, once if build.floor else ["invoke", "hello", str(scripted)], root)
             add("invoke ms (scripted)", []).append(wall)
+            add("invoke cpu ms", []).append(cpu)
             add("invoke peak RSS MB", []).append(rss)
             started = time.perf_counter()
-            server = Server(build, agent)
+            server = Server(build, agent, model.port)
             try:
                 await server.ready()
                 add("start: ready ms", []).append((time.perf_counter() - started) * 1000)
@@ -455,8 +478,12 @@ ROWS = ("startup", "stream", "growth", "latency", "thousand")
 async def run_rows(build: Build, model: FakeModel, rows: list[str], opts: Options) -> dict[str, Figures]:
     out: dict[str, Figures] = {}
     for row in rows:
+        if build.floor and row == "growth":
+            continue  # the relay keeps no history: nothing to grow
         with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
-            server = Server(build, make_agent(Path(tmp), model.port, build if opts.gated else None))
+            server = Server(
+                build, make_agent(Path(tmp), model.port, build if opts.gated else None), model.port
+            )
             try:
                 await server.ready()
                 if row == "stream":
@@ -532,20 +559,31 @@ class Table:
             for name, value in figures.items():
                 self.values.setdefault(row, {}).setdefault(name, {}).setdefault(label, []).append(value)
 
-    def print(self, labels: list[str]) -> None:
-        head = f"{'row':<9} {'figure':<30}" + "".join(f" {label[:22]:>22}" for label in labels)
+    def print(self, labels: list[str], floor: str | None = None) -> None:
+        """One column per build (the floor's last), then this/REF and this/floor."""
+        columns = [*labels, floor] if floor else labels
+        head = f"{'row':<9} {'figure':<30}" + "".join(f" {label[:22]:>22}" for label in columns)
         if len(labels) == 2:
             head += f" {'ratio':>7}"
+        if floor:
+            head += f" {'x floor':>7}"
         print(head)
         for row, figures in self.values.items():
             for name, per_label in figures.items():
                 medians = [
-                    statistics.median(per_label[label]) if label in per_label else None for label in labels
+                    statistics.median(per_label[label]) if label in per_label else None for label in columns
                 ]
                 cells = "".join(f" {m:>22.3f}" if m is not None else f" {'-':>22}" for m in medians)
                 ratio = ""
-                if len(labels) == 2 and medians[0] and medians[1] is not None:
-                    ratio = f" {medians[1] / medians[0]:>7.2f}"
+                if len(labels) == 2:
+                    ratio = (
+                        f" {medians[1] / medians[0]:>7.2f}"
+                        if medians[0] and medians[1] is not None
+                        else " " * 8
+                    )
+                if floor:
+                    this, base = medians[len(labels) - 1], medians[-1]
+                    ratio += f" {this / base:>7.2f}" if base and this is not None else f" {'-':>7}"
                 print(f"{row:<9} {name:<30}{cells}{ratio}")
 
 
@@ -556,6 +594,9 @@ async def main() -> None:
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--compare", metavar="REF", nargs="?", const="main", default=None)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--floor", action="store_true", help="also run the bare relay (bench/floor.py) and print x floor"
+    )
     parser.add_argument("--interval-ms", type=float, default=5.0)
     parser.add_argument("--stream-turns", type=int, default=20)
     parser.add_argument("--growth-turns", type=int, default=200)
@@ -595,9 +636,10 @@ async def main() -> None:
         if sink is not None:
             env = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url, "OTEL_METRIC_EXPORT_INTERVAL": "5000"}
             builds = [Build("telemetry off", ROOT), Build("telemetry on", ROOT, env)]
+        runs = [*builds, FLOOR] if args.floor else builds
         try:
             for round_ in range(args.rounds):
-                order = builds if round_ % 2 == 0 else builds[::-1]
+                order = runs if round_ % 2 == 0 else runs[::-1]
                 if "startup" in rows:
                     with tempfile.TemporaryDirectory(prefix="fastagent-hotpath-") as tmp:
                         started = await row_startup(order, model, Path(tmp), opts.starts)
@@ -619,7 +661,7 @@ async def main() -> None:
         print(f"\n== hot path: fake model over HTTP, {pace}, {os.cpu_count()} CPUs")
         if args.rounds > 1:
             print(f"(medians of {args.rounds} interleaved rounds)")
-        table.print([b.label for b in builds])
+        table.print([b.label for b in builds], FLOOR.label if args.floor else None)
         shutil.rmtree(Path(ref_dir), ignore_errors=True)
 
 

@@ -34,7 +34,17 @@ def main(argv: list[str] | None = None) -> None:
     raise SystemExit(run(args))
 
 
+def skip_httpx_cli() -> None:
+    """``import httpx`` also imports its own command-line client (``httpx._main``: rich, pygments,
+    about 80 modules) unless that import fails, when httpx defines a stand-in ``httpx.main``.
+    fastagent never runs httpx's CLI, so the command line blocks it (issue 35); library users'
+    processes are left alone."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def run(args: list[str]) -> int:
+    skip_httpx_cli()
     import click
 
     from fastagent_cli.cli.group import build_cli
