@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastagent_cli import telemetry
 from fastagent_cli._version import __version__
 from fastagent_cli.assembly import OpenedAgent
 from fastagent_cli.contract import (
@@ -74,10 +75,17 @@ def new_session_id(prefix: str) -> str:
 
 
 async def run_turn(
-    agent: Agent, session: str, text: str, on_event: EventCallback | None = None
+    agent: Agent, session: str, text: str, on_event: EventCallback | None = None, *, trigger: str = "face"
 ) -> TurnOutcome:
-    """Run one turn to its terminal event. Cancelling the caller closes the agent's stream, which
-    aborts the run (its tools stopped, the session's lease released)."""
+    """Run one turn to its terminal event, under a root span of its trigger (``mcp``, ``a2a``).
+    Cancelling the caller closes the agent's stream, which aborts the run (its tools stopped, the
+    session's lease released)."""
+    attributes = {"gen_ai.conversation.id": session}
+    with telemetry.root_span(f"{trigger} turn", trigger=trigger, attributes=attributes):
+        return await _run_turn(agent, session, text, on_event)
+
+
+async def _run_turn(agent: Agent, session: str, text: str, on_event: EventCallback | None) -> TurnOutcome:
     parts: list[str] = []
     async with closing(agent.invoke(Scope(session), Prompt(text))) as events:
         async for event in events:

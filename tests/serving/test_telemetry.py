@@ -228,3 +228,28 @@ def test_off_imports_neither_the_exporter_nor_opentelemetry(make_agent: AgentFac
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.timeout(90)
+async def test_an_openai_face_turn_is_one_trace_under_its_own_root(
+    make_agent: AgentFactory, fake: FakeOpenAI, receiver: OtlpReceiver
+) -> None:
+    agent = traced_agent(make_agent, fake, receiver.url, extra="[http]\nopenai = true\n")
+    fake.enqueue_stream(openai_reply("hello from the face", usage=(100, 5)))
+    async with ServerProcess.spawn("start", str(agent), "--port", "0", env=FAST) as server:
+        port = await server.port()
+        body = {"model": agent.name, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http,
+            http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, headers=headers) as response,
+        ):
+            assert response.status == 200, await response.text()
+        await receiver.wait_for(lambda: any(s.name == "invoke_agent" for s in receiver.spans))
+        await receiver.wait_for(lambda: any(s.name == "POST /v1/chat/completions" for s in receiver.spans))
+    spans = {s.span_id.hex(): s for s in receiver.spans}
+    by_name = {s.name: s for s in spans.values()}
+    root, turn = by_name["POST /v1/chat/completions"], by_name["invoke_agent"]
+    assert root.trace_id.hex() == CALLER_TRACE and root.parent_span_id.hex() == CALLER_SPAN
+    assert attributes(root.attributes)["fastagent.trigger"] == "openai"
+    assert turn.parent_span_id == root.span_id and by_name["chat small"].parent_span_id == turn.span_id

@@ -116,7 +116,7 @@ class TaskBoard:
                 record.set_state("working", note)
 
         try:
-            outcome = await run_turn(self.agent, record.context_id, record.text, on_event)
+            outcome = await run_turn(self.agent, record.context_id, record.text, on_event, trigger="a2a")
         except asyncio.CancelledError:
             record.set_state("canceled", "canceled by the client")
             return

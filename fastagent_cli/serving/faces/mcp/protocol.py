@@ -231,7 +231,7 @@ class McpConnection:
         session = session or new_session_id("mcp")
         token = _progress_token(params)
         report = _progress_reporter(token, notify) if token is not None else None
-        outcome = await run_turn(self.server.agent, session, message, report)
+        outcome = await run_turn(self.server.agent, session, message, report, trigger="mcp")
         if outcome.busy:
             return _tool_error(
                 f"session {session} is busy with another turn; try again when it ends, or leave "

@@ -21,6 +21,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from fastagent_cli import telemetry
 from fastagent_cli.contract import AgentEvent, Completed, Failed, Json, closing, json_text
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.serving.body import read_body_capped
@@ -140,7 +141,13 @@ class OpenAIFace:
                 400, "We could not parse the JSON body of your request: it must be a JSON object."
             )
         try:
-            response: web.StreamResponse = await answer(request, body)
+            with telemetry.root_span(
+                f"POST {request.path}",
+                trigger="openai",
+                traceparent=request.headers.get("traceparent"),
+                attributes={"http.request.method": "POST", "url.path": request.path},
+            ):
+                response: web.StreamResponse = await answer(request, body)
             return response
         except RequestError as exc:
             return error_response(400, exc.message, param=exc.param, code=exc.code)
