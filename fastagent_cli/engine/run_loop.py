@@ -332,6 +332,10 @@ class _Run:
     async def resume(self, calls: list[ToolCall]) -> None:
         """Re-enter a turn from the record: finish the leaf's open tool calls (an approval was
         answered after a restart), then the turn goes on with the model."""
+        await self.run_tools(calls)
+
+    async def run_tools(self, calls: list[ToolCall]) -> None:
+        """Run one batch of the model's tool calls; their results join the context."""
         setup = self.setup
         results = await run_tool_batch(
             calls,
@@ -368,19 +372,7 @@ class _Run:
                         f"the model called a tool after the tool budget "
                         f"({setup.max_tool_rounds} rounds) was exhausted"
                     )
-                results = await run_tool_batch(
-                    calls,
-                    tools=setup.tools,
-                    activation=setup.activation,
-                    record=setup.record,
-                    cwd=setup.cwd,
-                    run=setup.run,
-                    emit=self.emit,
-                    tool_timeout=setup.tool_timeout,
-                    scope=setup.scope,
-                    approvals=setup.approvals,
-                )
-                self.messages.extend(results)
+                await self.run_tools(calls)
             steer = setup.run.take_steering()
             if steer is not None:
                 await self.add_user(steer)
