@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ async def test_the_card_describes_the_agent_its_skills_and_its_endpoint(agent: P
     async with ServerProcess.spawn("start", str(agent), *START) as server:
         port = await server.port()
         base = f"http://127.0.0.1:{port}"
-        assert f"a2a: {base}/a2a (agent card: {base}/.well-known/agent-card.json)" in server.text
+        # the face lines follow the listening line that port() waits for: wait for them too
+        await server.wait_for(re.escape(f"a2a: {base}/a2a (agent card: {base}/.well-known/agent-card.json)"))
         async with httpx.AsyncClient() as http:
             card: AgentCard = await A2ACardResolver(http, base).get_agent_card()
         assert card.name == "agent"

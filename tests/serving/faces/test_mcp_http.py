@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def agent(make_agent: AgentFactory) -> Path:
 async def test_ask_streams_progress_answers_and_continues_its_session(agent: Path) -> None:
     async with ServerProcess.spawn("start", str(agent), *START) as server:
         port = await server.port()
-        assert f"mcp: http://127.0.0.1:{port}/mcp" in server.text
+        await server.wait_for(re.escape(f"mcp: http://127.0.0.1:{port}/mcp"))  # printed after the port
         assert "faces:     mcp (MCP server on /mcp)" in server.text
         progress: list[tuple[float, str | None]] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ async def test_the_agent_is_the_one_model(serve_probe: Spawn) -> None:
         with pytest.raises(openai.NotFoundError) as missing:
             await api.models.retrieve("gpt-4o")
         assert missing.value.code == "model_not_found"
-        assert "OpenAI-compatible API: http://127.0.0.1:" in server.text
+        await server.wait_for(re.escape("OpenAI-compatible API: http://127.0.0.1:"))  # printed after the port
         assert "faces:     openai (OpenAI-compatible API on /v1)" in server.text
 
 
