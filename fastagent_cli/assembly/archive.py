@@ -32,7 +32,8 @@ from typing import Any
 
 from fastagent_cli.assembly.backend import StateBackend, select_backend
 from fastagent_cli.assembly.reading import locate_state
-from fastagent_cli.definition.config import LimitsConfig, load_config
+from fastagent_cli.definition.config import load_config
+from fastagent_cli.definition.sections import LimitsConfig
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.index import name_key
 from fastagent_cli.sessions.layout import OWN_RECORDS_DIR, decode_id, decode_spec_id, workspace_dirname

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from fastagent_cli.definition.config import LimitsConfig
+from fastagent_cli.definition.sections import LimitsConfig
 from fastagent_cli.errors import UsageError
 from fastagent_cli.state.usage import UsageTotals, day_start_ms
 
