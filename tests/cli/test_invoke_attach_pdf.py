@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import AgentFactory, RunCli
 from tests.fakes.fake_providers import FakeAnthropic, FakeOpenAI, FakeProvider, FakeResponses
@@ -60,43 +63,52 @@ async def test_anthropic_gets_a_document_block(
     ]
 
 
-async def test_openai_chat_gets_a_file_part(
-    make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path
-) -> None:
-    pdf, data = report(tmp_path, "Quarterly revenue rose 12%")
-    async with FakeOpenAI() as fake:
-        agent = agent_on(
-            make_agent, fake, "openai-completions", input=["text", "image"], compat={"supportsPdf": True}
-        )
-        fake.enqueue_stream(openai_reply("Revenue rose."))
-        done = await ask(run_cli, agent, pdf)
-        assert done.returncode == 0, done.stderr
-        content = fake.requests[0].body["messages"][-1]["content"]
-    assert content == [
-        {"type": "text", "text": "Summarize it."},
-        {
-            "type": "file",
-            "file": {"filename": "report.pdf", "file_data": f"data:application/pdf;base64,{data}"},
-        },
-    ]
+def _chat_user(body: dict[str, Any]) -> Any:
+    return body["messages"][-1]["content"]
 
 
-async def test_the_responses_api_gets_an_input_file(
-    make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path
+def _responses_user(body: dict[str, Any]) -> Any:
+    return [item for item in body["input"] if item.get("role") == "user"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("fake_type", "api", "reply", "user", "shape"),
+    [
+        (FakeOpenAI, "openai-completions", openai_reply, _chat_user, "chat"),
+        (FakeResponses, "openai-responses", responses_reply, _responses_user, "responses"),
+    ],
+)
+async def test_openai_gets_a_file(
+    make_agent: AgentFactory,
+    run_cli: RunCli,
+    tmp_path: Path,
+    fake_type: type[FakeProvider],
+    api: str,
+    reply: Callable[[str], list[dict[str, Any]]],
+    user: Callable[[dict[str, Any]], Any],
+    shape: str,
 ) -> None:
     pdf, data = report(tmp_path, "Quarterly revenue rose 12%")
-    async with FakeResponses() as fake:
-        agent = agent_on(
-            make_agent, fake, "openai-responses", input=["text", "image"], compat={"supportsPdf": True}
-        )
-        fake.enqueue_stream(responses_reply("Revenue rose."))
+    url = f"data:application/pdf;base64,{data}"
+    async with fake_type() as fake:
+        agent = agent_on(make_agent, fake, api, input=["text", "image"], compat={"supportsPdf": True})
+        fake.enqueue_stream(reply("Revenue rose."))
         done = await ask(run_cli, agent, pdf)
         assert done.returncode == 0, done.stderr
-        user = [item for item in fake.requests[0].body["input"] if item.get("role") == "user"][-1]
-    assert user["content"] == [
-        {"type": "input_text", "text": "Summarize it."},
-        {"type": "input_file", "filename": "report.pdf", "file_data": f"data:application/pdf;base64,{data}"},
-    ]
+        content = user(fake.requests[0].body)
+    assert (
+        content
+        == {
+            "chat": [
+                {"type": "text", "text": "Summarize it."},
+                {"type": "file", "file": {"filename": "report.pdf", "file_data": url}},
+            ],
+            "responses": [
+                {"type": "input_text", "text": "Summarize it."},
+                {"type": "input_file", "filename": "report.pdf", "file_data": url},
+            ],
+        }[shape]
+    )
 
 
 async def test_a_model_without_pdf_input_gets_the_text(

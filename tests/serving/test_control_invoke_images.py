@@ -17,15 +17,14 @@ import pytest
 from PIL import Image
 
 from fastagent_cli.contract import Completed, Text
-from fastagent_cli.serving.host import serve
 from fastagent_cli.serving.service import create_agent_service
 from tests.conftest import AgentFactory
-from tests.serving.conftest import sse_events
+from tests.serving.conftest import StartServer, sse_events
 
 TOKEN = "images-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+LOOKER_MODEL = """
 # The model says what it received: each image block's type and size, read back with Pillow.
-MODEL = """
 import base64, io
 from PIL import Image
 
@@ -63,22 +62,23 @@ class Served:
 
 
 @pytest.fixture
-async def served(make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Served]:
+async def served(
+    make_agent: AgentFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    start_server: StartServer,
+    http: aiohttp.ClientSession,
+) -> AsyncIterator[Served]:
     monkeypatch.setenv("FASTAGENT_CONTROL_TOKEN", TOKEN)
     agent_dir = make_agent(
-        {"looker.py": MODEL},
+        {"looker.py": LOOKER_MODEL},
         model="scripted/looker:reply",
         config="session_control = true\ncoding_tools = false\n",
     )
     service = await create_agent_service(agent_dir)
-    server = serve(service.handler, port=0, host="127.0.0.1")
-    port = await server.listening
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
-        try:
-            yield Served(f"http://127.0.0.1:{port}", http)
-        finally:
-            await server.close()
-            await service.close()
+    try:
+        yield Served(await start_server(service.handler), http)
+    finally:
+        await service.close()
 
 
 def answer(body: str) -> str:

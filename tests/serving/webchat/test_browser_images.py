@@ -15,30 +15,12 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from tests.serving.webchat.browser import DevServer, chromium, chromium_paths, screenshot, wait_until
+from tests.serving.test_control_invoke_images import LOOKER_MODEL
+from tests.serving.webchat.browser import DevServer, browser_marks, dev_server, screenshot, wait_until
 from tests.serving.webchat.test_browser import Page
 
-_PATHS = chromium_paths()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(isinstance(_PATHS, str), reason=f"browser tests need Chromium: {_PATHS}"),
-]
+pytestmark = browser_marks()
 
-# The model says what it received: each image block's type and size, read back with Pillow.
-MODEL = """
-import base64, io
-from PIL import Image
-
-
-def reply(request):
-    last = [m for m in request.messages if m["role"] == "user"][-1]
-    seen = []
-    for block in last["content"]:
-        if block["type"] == "image":
-            with Image.open(io.BytesIO(base64.b64decode(block["data"]))) as opened:
-                seen.append(f"{block['mimeType']} {opened.size[0]}x{opened.size[1]}")
-    return "saw " + (", ".join(seen) or "no image") + " with " + request.last_user_text
-"""
 # A pasted screenshot: a PNG drawn on a canvas, in a ClipboardEvent as a browser fires one.
 PASTE = """
 const [width, height, done] = arguments;
@@ -63,26 +45,15 @@ canvas.toBlob((blob) => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    root = tmp_path_factory.mktemp("webchat-images")
-    agent = root / "agent"
-    agent.mkdir()
-    (agent / "fastagent.toml").write_text('model = "scripted/looker:reply"\ncoding_tools = false\n')
-    (agent / "looker.py").write_text(MODEL)
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_") and not k.endswith("_API_KEY")
+    files = {
+        "fastagent.toml": 'model = "scripted/looker:reply"\ncoding_tools = false\n',
+        "looker.py": LOOKER_MODEL,
     }
-    env["HOME"] = str(root)
-    dev = DevServer(agent, env)
+    dev = dev_server(tmp_path_factory.mktemp("webchat-images"), files)
     try:
         yield dev
     finally:
         dev.close()
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
-        yield browser
 
 
 @pytest.fixture
