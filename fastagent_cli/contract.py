@@ -34,6 +34,7 @@ __all__ = [
     "ApprovalRequested",
     "CollectResult",
     "Completed",
+    "DocumentRef",
     "Failed",
     "ImageRef",
     "IncompleteStreamError",
@@ -83,6 +84,20 @@ class ImageRef:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentRef:
+    """A document attached to a prompt (a PDF): base64 ``data``, its MIME type and its file name.
+
+    Sent as a document where the model takes one (Anthropic, OpenAI), as its text otherwise."""
+
+    mime_type: str
+    data: str
+    name: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"mimeType": self.mime_type, "data": self.data, "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
 class Scope:
     """Who the turn belongs to. ``session`` is the caller's opaque id, reused by every turn.
 
@@ -104,6 +119,8 @@ class Prompt:
     text: str
     images: tuple[ImageRef, ...] = ()
     output_schema: Mapping[str, Json] | None = field(default=None, compare=False)
+    documents: tuple[DocumentRef, ...] = ()
+    """PDFs (``invoke --attach``): not part of the Agent Handler wire, which carries images only."""
 
 
 # --- events -----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ __all__ = [
     "AssistantMessage",
     "ContentBlock",
     "Cost",
+    "DocumentContent",
     "ImageContent",
     "Message",
     "StopReason",
@@ -29,6 +30,7 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "Usage",
+    "UserBlock",
     "UserMessage",
     "empty_usage",
     "is_failed_turn",
@@ -78,6 +80,15 @@ class ImageContent(TypedDict):
     mimeType: str
 
 
+class DocumentContent(TypedDict):
+    """A PDF in a user message (fastagent's: pi's messages carry text and images only)."""
+
+    type: Literal["document"]
+    data: str
+    mimeType: str
+    name: str
+
+
 class ThinkingContent(TypedDict):
     type: Literal["thinking"]
     thinking: str
@@ -92,6 +103,7 @@ class ToolCall(TypedDict):
 
 
 ContentBlock: TypeAlias = TextContent | ImageContent
+UserBlock: TypeAlias = TextContent | ImageContent | DocumentContent
 AssistantBlock: TypeAlias = TextContent | ThinkingContent | ToolCall
 
 
@@ -125,7 +137,7 @@ def empty_usage() -> Usage:
 
 class UserMessage(TypedDict):
     role: Literal["user"]
-    content: list[ContentBlock] | str
+    content: list[UserBlock] | str
     timestamp: int
 
 

@@ -45,7 +45,7 @@ from fastagent_cli.cli.common import (
 )
 from fastagent_cli.cli.help_text import examples
 from fastagent_cli.cli.invoke_approvals import APPROVE_HELP, approver
-from fastagent_cli.contract import ImageRef, Prompt
+from fastagent_cli.contract import DocumentRef, ImageRef, Prompt
 from fastagent_cli.errors import FastagentError, UsageError
 
 if TYPE_CHECKING:
@@ -96,7 +96,8 @@ def _quoted(text: str) -> str:
     "attach_paths",
     multiple=True,
     metavar="FILE",
-    help="Attach an image (fitted to 1568 px, 5 MB) or a text file (added to the message). Repeatable.",
+    help="Attach an image (fitted to 1568 px, 5 MB), a PDF (a document, or its text for a model that takes "
+    "none) or a text file (added to the message). Repeatable.",
 )
 @click.option(
     "--schema",
@@ -138,11 +139,12 @@ def invoke(
     if not text.strip():
         raise UsageError("the message is empty")
     images: tuple[ImageRef, ...] = ()
+    documents: tuple[DocumentRef, ...] = ()
     if attach_paths:
         from fastagent_cli.assembly.attachments import read_attachments
 
         attached = read_attachments(attach_paths)
-        text, images = text + attached.text, attached.images
+        text, images, documents = text + attached.text, attached.images, attached.documents
     schema = None
     if schema_text is not None:
         from fastagent_cli.models.structured import parse_schema
@@ -161,7 +163,7 @@ def invoke(
     opened.answer_approvals(answer, f"invoke --approve {approve}")
     say_findings(opened)
     markdown = not (as_json or raw or schema) and out.isatty()  # a pipe or a file gets the text as written
-    prompt = Prompt(text, images, schema)
+    prompt = Prompt(text, images, schema, documents)
     ok = run_async(_invoke(opened, session, continue_last, prompt, as_json, out, markdown))
     if not ok:
         raise SystemExit(1)

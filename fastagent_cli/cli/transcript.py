@@ -62,6 +62,9 @@ def _content(content: Any) -> list[tuple[str, str]]:
             parts.append(("call", f"{block.get('name', '?')} {args}"))
         elif kind == "image":
             parts.append(("image", f"{block.get('mimeType', 'image')} {block.get('data', '')}"))
+        elif kind == "document":
+            size = len(str(block.get("data", ""))) * 3 // 4 // 1024
+            parts.append(("document", f"[document: {block.get('name', 'PDF')}, {size} KB]"))
     return parts
 
 

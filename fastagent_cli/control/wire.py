@@ -1,7 +1,8 @@
 """Parsing what crosses the wire into typed calls (parse, don't validate: a remote client may send
 any JSON, and nothing it sent reaches the hub unless rebuilt here).
 
-* :func:`parse_action`: the body of ``POST /control/sessions/{id}/actions``;
+* :func:`parse_action`: the body of ``POST /control/sessions/{id}/actions``
+  (:func:`parse_action_or_reason` with what is wrong);
 * :func:`parse_update`: the body of ``PATCH /control/sessions/{id}``;
 * :func:`prompt_to_json` / :func:`prompt_from_json`: a full :class:`~fastagent_cli.contract.Prompt`
   (text and base64 images);
@@ -17,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from fastagent_cli.contract import ImageRef, Prompt
+from fastagent_cli.contract import Prompt
 from fastagent_cli.control.events import SessionEvent
+from fastagent_cli.control.image_wire import parse_images
 from fastagent_cli.control.protocol import Session, SessionControl
 from fastagent_cli.control.results import (
     INVALID_COMMAND,
@@ -36,6 +38,8 @@ __all__ = [
     "envelope",
     "envelopes",
     "parse_action",
+    "parse_action_or_reason",
+    "parse_prompt",
     "parse_update",
     "prompt_from_json",
     "prompt_to_json",
@@ -73,41 +77,46 @@ def prompt_to_json(prompt: Prompt) -> dict[str, Any]:
 
 def prompt_from_json(raw: Any) -> Prompt | None:
     """A prompt rebuilt from ``{text, images?: [{data, mimeType}]}``; ``None`` if malformed."""
+    prompt = parse_prompt(raw)
+    return prompt if isinstance(prompt, Prompt) else None
+
+
+def parse_prompt(raw: Any, where: str = "prompt") -> Prompt | str:
+    """A prompt rebuilt from ``{text, images?}``, or what is wrong with it (images are checked by
+    :func:`~fastagent_cli.control.image_wire.parse_images`)."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("text"), str):
-        return None
-    images = raw.get("images")
-    if images is None:
-        return Prompt(raw["text"])
-    if not isinstance(images, list):
-        return None
-    rebuilt: list[ImageRef] = []
-    for image in images:
-        if (
-            not isinstance(image, Mapping)
-            or not isinstance(image.get("data"), str)
-            or not isinstance(image.get("mimeType"), str)
-        ):
-            return None
-        rebuilt.append(ImageRef(image["mimeType"], image["data"]))
-    return Prompt(raw["text"], tuple(rebuilt))
+        return f'"{where}" must be an object {{text: string, images?: [{{mimeType, data}}]}}'
+    images = parse_images(raw.get("images"), f"{where}.images")
+    if isinstance(images, str):
+        return images
+    return Prompt(raw["text"], images)
 
 
 def parse_action(raw: Any) -> Action | None:
     """The action a body names, or ``None`` (answered ``invalid_command`` "malformed command")."""
+    action = parse_action_or_reason(raw)
+    return action if isinstance(action, Action) else None
+
+
+def parse_action_or_reason(raw: Any) -> Action | str:
+    """The action a body names, or the ``invalid_command`` message: "malformed command", with what
+    is wrong when it is a prompt's image."""
     if not isinstance(raw, Mapping):
-        return None
+        return MALFORMED
     kind = raw.get("type")
     if kind in ("steer", "follow_up"):
-        prompt = prompt_from_json(raw.get("prompt"))
-        return None if prompt is None else Action(kind, prompt=prompt)
+        prompt = parse_prompt(raw.get("prompt"))
+        if isinstance(prompt, str):
+            return f"{MALFORMED}: {prompt}" if ".images" in prompt else MALFORMED
+        return Action(kind, prompt=prompt)
     if kind == "abort":
         return Action("abort")
     if kind == "compact":
         instructions = raw.get("instructions")
         if instructions is not None and not isinstance(instructions, str):
-            return None
+            return MALFORMED
         return Action("compact", instructions=instructions)
-    return None
+    return MALFORMED
 
 
 def parse_update(raw: Any) -> SessionUpdate | ActionResult:
@@ -158,7 +167,7 @@ async def run_action(session: Session, action: Action) -> ActionResult:
 async def dispatch(control: SessionControl, session: str, command: Any) -> dict[str, Any]:
     """The ``/actions`` wire shape in process: ``await dispatch(control, "s1", {"type": "abort"})``
     answers ``{"ok": true, "runId": ...}`` or ``{"ok": false, "error": {...}}``."""
-    action = parse_action(command)
-    if action is None:
-        return rejected(INVALID_COMMAND, MALFORMED).to_json()
+    action = parse_action_or_reason(command)
+    if isinstance(action, str):
+        return rejected(INVALID_COMMAND, action).to_json()
     return (await run_action(control.sessions.get(session), action)).to_json()

@@ -35,7 +35,12 @@ _QUALITIES = (85, 70, 55, 40)
 
 
 async def fit_prompt(prompt: Prompt, model: ModelInfo) -> Prompt:
-    """``prompt`` with every image fitted; TurnFailure when ``model`` takes no images."""
+    """``prompt`` with every image fitted, and its PDFs as text for a model that takes none as
+    documents; TurnFailure when ``model`` takes no images."""
+    if prompt.documents and not model.supports_pdf:
+        from fastagent_cli.engine.documents import with_pdf_text
+
+        prompt = await asyncio.to_thread(with_pdf_text, prompt, model)
     if not prompt.images:
         return prompt
     if not model.supports_images:
@@ -46,7 +51,7 @@ async def fit_prompt(prompt: Prompt, model: ModelInfo) -> Prompt:
             'them; "input": ["text", "image"] in models.json for your own)'
         )
     fitted = await asyncio.to_thread(lambda: tuple(fit_image(image) for image in prompt.images))
-    return Prompt(prompt.text, fitted, prompt.output_schema)
+    return Prompt(prompt.text, fitted, prompt.output_schema, prompt.documents)
 
 
 def fit_image(image: ImageRef) -> ImageRef:

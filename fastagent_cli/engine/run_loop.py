@@ -55,9 +55,9 @@ from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup,
 from fastagent_cli.messages import (
     TOOL_BUDGET_NOTE,
     AssistantMessage,
-    ContentBlock,
     Message,
     ToolCall,
+    UserBlock,
     UserMessage,
     empty_usage,
     now_ms,
@@ -77,9 +77,11 @@ __all__ = ["notice_content", "run_loop", "user_message"]
 
 
 def user_message(prompt: Prompt) -> UserMessage:
-    content: list[ContentBlock] = [{"type": "text", "text": prompt.text}]
+    content: list[UserBlock] = [{"type": "text", "text": prompt.text}]
     for image in prompt.images:
         content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
+    for doc in prompt.documents:
+        content.append({"type": "document", "data": doc.data, "mimeType": doc.mime_type, "name": doc.name})
     return {"role": "user", "content": content, "timestamp": now_ms()}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastagent_cli.errors import ProviderError
@@ -24,6 +24,8 @@ __all__ = [
     "NO_RESULT_TEXT",
     "StopReason",
     "calculate_cost",
+    "document_note",
+    "pdf_data_url",
     "default_max_tokens",
     "incomplete_stream",
     "is_same_model",
@@ -35,6 +37,18 @@ __all__ = [
 ]
 
 NO_RESULT_TEXT = "No result provided"
+
+
+def document_note(block: Mapping[str, Any]) -> str:
+    """What a model without PDF input reads for a PDF an earlier model of the session was sent
+    (the engine sends a new prompt's PDFs to it as their text)."""
+    return f"(document {block.get('name') or 'PDF'} omitted: this model does not accept PDF input)"
+
+
+def pdf_data_url(block: Mapping[str, Any]) -> str:
+    return f"data:{block['mimeType']};base64,{block['data']}"
+
+
 INVALID_JSON_KEY = "_invalid_json"
 
 

@@ -12,7 +12,7 @@ import hashlib
 import re
 from typing import Any
 
-from fastagent_cli.models._wire import default_max_tokens, transform_messages
+from fastagent_cli.models._wire import default_max_tokens, document_note, transform_messages
 from fastagent_cli.models.claude_code import (
     CLAUDE_CODE_IDENTITY,
     is_oauth_token,
@@ -21,7 +21,13 @@ from fastagent_cli.models.claude_code import (
 )
 from fastagent_cli.models.copilot import COPILOT_PROVIDER, copilot_headers
 from fastagent_cli.models.structured import OUTPUT_TOOL, native_mode
-from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
+from fastagent_cli.models.types import (
+    AssistantMessage,
+    ContentBlock,
+    ModelRequest,
+    ToolResultMessage,
+    UserBlock,
+)
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -49,7 +55,9 @@ def normalize_tool_id(value: str) -> str:
     return f"{cleaned[:53]}_{digest}" if cleaned else f"toolu_{digest}"
 
 
-def _content_blocks(content: list[ContentBlock] | str, images: bool) -> list[dict[str, Any]]:
+def _content_blocks(
+    content: list[UserBlock] | list[ContentBlock] | str, images: bool, pdf: bool = False
+) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content.strip() else []
     blocks: list[dict[str, Any]] = []
@@ -57,6 +65,12 @@ def _content_blocks(content: list[ContentBlock] | str, images: bool) -> list[dic
         if block["type"] == "text":
             if block["text"].strip():  # the API rejects empty text blocks
                 blocks.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "document":
+            if pdf:
+                source = {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}
+                blocks.append({"type": "document", "source": source, "title": block["name"]})
+            else:
+                blocks.append({"type": "text", "text": document_note(block)})
         elif images:
             source = {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}
             blocks.append({"type": "image", "source": source})
@@ -99,7 +113,7 @@ def _convert_messages(request: ModelRequest, claude_code: bool) -> list[dict[str
     out: list[dict[str, Any]] = []
     for message in transform_messages(request.messages, request.model, normalize_tool_id):
         if message["role"] == "user":
-            role, blocks = "user", _content_blocks(message["content"], images)
+            role, blocks = "user", _content_blocks(message["content"], images, request.model.supports_pdf)
         elif message["role"] == "assistant":
             role, blocks = "assistant", _assistant_blocks(message, claude_code)
         else:

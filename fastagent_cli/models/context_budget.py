@@ -130,7 +130,7 @@ def estimate_text(text: str) -> int:
 
 def estimate_tokens(message: Mapping[str, Any]) -> int:
     """:func:`estimate_text` of a message's text, thinking and tool calls (name and arguments);
-    an image counts :data:`IMAGE_CHARS` / 4."""
+    an image counts :data:`IMAGE_CHARS` / 4, a PDF its base64 characters / 4."""
     content = message.get("content")
     if isinstance(content, str):
         return estimate_text(content)
@@ -146,6 +146,8 @@ def estimate_tokens(message: Mapping[str, Any]) -> int:
             units += _dense_units(json.dumps(block.get("arguments", {}), ensure_ascii=False))
         elif kind == "image":
             units += IMAGE_CHARS / CHARS_PER_TOKEN
+        elif kind == "document":  # a PDF: its pages' text and images, roughly its base64 size
+            units += len(str(block.get("data", ""))) / CHARS_PER_TOKEN
     return math.ceil(units)
 
 

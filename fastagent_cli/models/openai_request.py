@@ -10,10 +10,17 @@ from typing import Any, cast
 from fastagent_cli.contract import json_text
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import is_failed_turn
-from fastagent_cli.models._wire import NO_RESULT_TEXT, default_max_tokens, is_same_model, wire_arguments
+from fastagent_cli.models._wire import (
+    NO_RESULT_TEXT,
+    default_max_tokens,
+    document_note,
+    is_same_model,
+    pdf_data_url,
+    wire_arguments,
+)
 from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.structured import native_mode
-from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage
+from fastagent_cli.models.types import ContentBlock, Message, ModelRequest, ToolResultMessage, UserBlock
 
 __all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request", "tool_result_text"]
 
@@ -22,24 +29,34 @@ _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "
 _IMAGE_NOTE = "(image omitted: this model does not accept images)"
 
 
-def _user_content(content: list[ContentBlock] | str, images: bool) -> str | list[dict[str, Any]]:
+def _user_content(
+    content: list[UserBlock] | str, images: bool, pdf: bool = False
+) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
-    has_image = False
+    has_part = False
     for block in content:
         if block["type"] == "text":
             texts.append(block["text"])
             parts.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "document":
+            if pdf:
+                has_part = True
+                file = {"filename": block["name"], "file_data": pdf_data_url(block)}
+                parts.append({"type": "file", "file": file})
+            else:
+                texts.append(document_note(block))
+                parts.append({"type": "text", "text": texts[-1]})
         elif images:
-            has_image = True
+            has_part = True
             url = f"data:{block['mimeType']};base64,{block['data']}"
             parts.append({"type": "image_url", "image_url": {"url": url}})
         else:
             texts.append(_IMAGE_NOTE)
     # Plain strings for text-only turns: some local servers' chat templates cannot render parts.
-    return parts if has_image else "\n".join(texts)
+    return parts if has_part else "\n".join(texts)
 
 
 def tool_result_text(content: list[ContentBlock]) -> str:
@@ -70,7 +87,14 @@ class _Conversion:
         self.openai = model.provider == "openai"
         self.with_name = bool(compat.get("requiresToolResultName"))
         self.filler = bool(compat.get("requiresAssistantAfterToolResult"))
-        self.key = (model.provider, model.api, model.id, model.supports_images, self.with_name)
+        self.key = (
+            model.provider,
+            model.api,
+            model.id,
+            model.supports_images,
+            model.supports_pdf,
+            self.with_name,
+        )
         self.encode = encode
         self.memo = request.memo
         self.out: list[Any] = []
@@ -101,7 +125,7 @@ class _Conversion:
 
     def convert(self, message: Message) -> tuple[dict[str, Any] | None, tuple[tuple[str, str], ...]]:
         if message["role"] == "user":
-            content = _user_content(message["content"], self.model.supports_images)
+            content = _user_content(message["content"], self.model.supports_images, self.model.supports_pdf)
             return {"role": "user", "content": content}, ()
         if message["role"] == "toolResult":
             call_id = self.normalize(message["toolCallId"])

@@ -23,10 +23,22 @@ import re
 from typing import Any
 
 from fastagent_cli.errors import ProviderError
-from fastagent_cli.models._wire import default_max_tokens, is_same_model, transform_messages, wire_arguments
+from fastagent_cli.models._wire import (
+    default_max_tokens,
+    document_note,
+    is_same_model,
+    pdf_data_url,
+    transform_messages,
+    wire_arguments,
+)
 from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.structured import native_mode
-from fastagent_cli.models.types import AssistantMessage, ContentBlock, ModelRequest, ToolResultMessage
+from fastagent_cli.models.types import (
+    AssistantMessage,
+    ModelRequest,
+    ToolResultMessage,
+    UserBlock,
+)
 
 __all__ = [
     "CODEX_API",
@@ -82,13 +94,20 @@ def _signature_id(signature: str | None) -> str | None:
     return signature
 
 
-def _user_parts(content: list[ContentBlock] | str, images: bool) -> list[dict[str, Any]]:
+def _user_parts(content: list[UserBlock] | str, images: bool, pdf: bool = False) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "input_text", "text": content}]
     parts: list[dict[str, Any]] = []
     for block in content:
         if block["type"] == "text":
             parts.append({"type": "input_text", "text": block["text"]})
+        elif block["type"] == "document":
+            if pdf:
+                parts.append(
+                    {"type": "input_file", "filename": block["name"], "file_data": pdf_data_url(block)}
+                )
+            else:
+                parts.append({"type": "input_text", "text": document_note(block)})
         elif images:
             url = f"data:{block['mimeType']};base64,{block['data']}"
             parts.append({"type": "input_image", "detail": "auto", "image_url": url})
@@ -158,7 +177,7 @@ def _input_items(request: ModelRequest) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for index, message in enumerate(transform_messages(request.messages, model, normalize_call_id)):
         if message["role"] == "user":
-            parts = _user_parts(message["content"], images)
+            parts = _user_parts(message["content"], images, model.supports_pdf)
             if parts:
                 items.append({"role": "user", "content": parts})
         elif message["role"] == "assistant":

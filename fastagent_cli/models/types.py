@@ -16,6 +16,7 @@ from fastagent_cli.messages import (
     AssistantMessage,
     ContentBlock,
     Cost,
+    DocumentContent,
     ImageContent,
     Message,
     TextContent,
@@ -24,6 +25,7 @@ from fastagent_cli.messages import (
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserBlock,
     UserMessage,
     empty_usage,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "AssistantMessage",
     "ContentBlock",
     "Cost",
+    "DocumentContent",
     "ImageContent",
     "Message",
     "ModelClient",
@@ -48,6 +51,7 @@ __all__ = [
     "ToolResultMessage",
     "ToolSpec",
     "Usage",
+    "UserBlock",
     "UserMessage",
     "empty_usage",
 ]
@@ -55,6 +59,10 @@ __all__ = [
 Api: TypeAlias = str
 """``openai-completions``, ``openai-responses``, ``openai-codex-responses``, ``anthropic-messages``
 or ``scripted``."""
+
+
+_PDF_APIS = ("openai-completions", "openai-responses")
+_PDF_PROVIDERS = ("openai", "openrouter")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,22 @@ class ModelInfo:
     @property
     def supports_images(self) -> bool:
         return "image" in self.input
+
+    @property
+    def supports_pdf(self) -> bool:
+        """Whether PDFs go to it as documents (else the engine sends their text): ``compat``
+        ``supportsPdf`` when set, else Anthropic's Messages API, OpenAI's own (chat completions
+        and the Responses API) and OpenRouter, for models with image input, and the scripted one."""
+        flag = self.compat.get("supportsPdf")
+        if isinstance(flag, bool):
+            return flag
+        if self.api == "scripted":
+            return True
+        if not self.supports_images:
+            return False
+        if self.api == "anthropic-messages":
+            return True
+        return self.api in _PDF_APIS and self.provider in _PDF_PROVIDERS
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ import httpx
 
 from fastagent_cli.control import Capabilities
 from fastagent_cli.errors import ControlRequestError
-from fastagent_cli.remote.agent import IMAGES_REFUSED, RemoteAgent
+from fastagent_cli.remote.agent import RemoteAgent
 from fastagent_cli.remote.control import (
     RemoteSession,
     RemoteSessionControl,
@@ -48,7 +48,6 @@ from fastagent_cli.remote.routes import DISPATCH, SESSIONS, RouteSet, detect_rou
 __all__ = [
     "HEARTBEAT_S",
     "IDLE_BEATS",
-    "IMAGES_REFUSED",
     "PAYLOAD_TIMEOUT_S",
     "REQUEST_FAILED",
     "REQUEST_TIMEOUT_S",

@@ -6,8 +6,9 @@ connection, a protocol mismatch all become one ``failed`` event with the code ``
 (the run's own failures keep theirs), ``retryable`` for no answer, 429 and 5xx; a stream that ends
 without a terminal is ``failed`` too. Closing the stream (``break``,
 ``aclose()``, cancelling the consumer) closes the connection, which cancels the run on the
-server. The wire is text only: a prompt with images fails visibly, before anything is sent (send
-images with a steer or follow-up).
+server. A prompt's images go in the body's ``images`` (the contract's ``{mimeType, data}``); a serve
+that refuses them (an older one, or an image it does not take) answers a 400, which is the
+``failed`` event's reason.
 """
 
 from __future__ import annotations
@@ -31,11 +32,7 @@ from fastagent_cli.contract import (
 from fastagent_cli.errors import ControlRequestError
 from fastagent_cli.remote.endpoint import REQUEST_FAILED, ControlEndpoint
 
-__all__ = ["IMAGES_REFUSED", "RemoteAgent"]
-
-IMAGES_REFUSED = (
-    "remote invoke carries text only (POST /control/invoke): send images with a steer or follow-up"
-)
+__all__ = ["RemoteAgent"]
 
 
 class RemoteAgent:
@@ -50,10 +47,9 @@ class RemoteAgent:
 
     async def invoke(self, scope: Scope | str, prompt: Prompt | str) -> AsyncIterator[AgentEvent]:
         bound, asked = as_scope(scope), as_prompt(prompt)
-        if asked.images:
-            yield Failed(IMAGES_REFUSED, False, REQUEST_FAILED)
-            return
         body: dict[str, Any] = {"session": bound.session, "text": asked.text}
+        if asked.images:
+            body["images"] = [image.to_json() for image in asked.images]
         if bound.parent_session is not None:
             body["parentSession"] = bound.parent_session
         if bound.branch_hints:

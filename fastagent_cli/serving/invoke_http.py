@@ -5,6 +5,9 @@ Request: ``{"session": "s1", "text": "hello"}`` plus optional ``parentSession`` 
 (a JSON Schema object): the answer is then the validated object, in ``completed.data.output``
 (``failed{code: "invalid_output"}`` when none came back, ``invalid_schema`` for a schema that is
 not usable).
+``images`` (the contract's ``[{mimeType, data}]``, base64) go with the text; the engine fits them
+to the providers' limits, and one that is not an image this agent takes is a 400 naming it
+(:mod:`~fastagent_cli.control.image_wire`).
 
 Answers (features G7-G12):
 
@@ -30,6 +33,7 @@ from aiohttp import web
 
 from fastagent_cli import telemetry
 from fastagent_cli.contract import Agent, Prompt, Scope
+from fastagent_cli.control.image_wire import parse_images
 from fastagent_cli.serving.body import (
     MAX_BODY_BYTES,
     read_body_capped,
@@ -81,7 +85,10 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
     schema = body.get("schema")
     if schema is not None and not isinstance(schema, dict):
         return SCHEMA_TYPE
-    return Scope(session, parent, tuple(hints)), Prompt(text, output_schema=schema)
+    images = parse_images(body.get("images"))
+    if isinstance(images, str):
+        return images + "\n"
+    return Scope(session, parent, tuple(hints)), Prompt(text, images, output_schema=schema)
 
 
 def create_invoke_handler(

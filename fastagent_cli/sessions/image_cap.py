@@ -1,5 +1,5 @@
-"""The size cap of a session record's entry: images stay in the message as base64 (as pi keeps
-them), up to :data:`MAX_ENTRY_IMAGE_BYTES` of base64 per entry; past it the largest images are
+"""The size cap of a session record's entry: images (and PDFs) stay in the message as base64 (as
+pi keeps images), up to :data:`MAX_ENTRY_IMAGE_BYTES` of base64 per entry; past it the largest are
 replaced by a text note saying what was there, so one turn with many photos cannot grow a record
 (and every later request that reads it) without bound. The run that took the images still sends
 them; the record, and so every later turn, keeps the note.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_ENTRY_IMAGE_BYTES", "OMITTED_NOTE", "cap_entry_images"]
+__all__ = ["MAX_ENTRY_IMAGE_BYTES", "OMITTED_DOCUMENT_NOTE", "OMITTED_NOTE", "cap_entry_images"]
 
 MAX_ENTRY_IMAGE_BYTES = 16 * 1024 * 1024
 """Base64 characters of images one record entry keeps (about 12 MB of image data)."""
@@ -19,6 +19,11 @@ OMITTED_NOTE = (
     "[image not kept in the session record: {mime}, {size:.1f} MB (a record entry keeps at most "
     "16 MiB of images)]"
 )
+OMITTED_DOCUMENT_NOTE = (
+    "[document {name} not kept in the session record: {size:.1f} MB (a record entry keeps at most "
+    "16 MiB of images and documents)]"
+)
+_KEPT = ("image", "document")
 
 
 def cap_entry_images(fields: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def cap_entry_images(fields: dict[str, Any]) -> dict[str, Any]:
     sizes = [
         (len(b["data"]), i)
         for i, b in enumerate(content)
-        if isinstance(b, Mapping) and b.get("type") == "image" and isinstance(b.get("data"), str)
+        if isinstance(b, Mapping) and b.get("type") in _KEPT and isinstance(b.get("data"), str)
     ]
     total = sum(size for size, _ in sizes)
     if total <= MAX_ENTRY_IMAGE_BYTES:
@@ -40,8 +45,12 @@ def cap_entry_images(fields: dict[str, Any]) -> dict[str, Any]:
     for size, index in sorted(sizes, reverse=True):
         if total <= MAX_ENTRY_IMAGE_BYTES:
             break
-        mime = str(capped[index].get("mimeType", "image"))
-        capped[index] = {"type": "text", "text": OMITTED_NOTE.format(mime=mime, size=size * 3 / 4 / 1e6)}
+        block, megabytes = capped[index], size * 3 / 4 / 1e6
+        if block.get("type") == "document":
+            note = OMITTED_DOCUMENT_NOTE.format(name=block.get("name", "PDF"), size=megabytes)
+        else:
+            note = OMITTED_NOTE.format(mime=str(block.get("mimeType", "image")), size=megabytes)
+        capped[index] = {"type": "text", "text": note}
         total -= size
     if holder is fields:
         return {**fields, key: capped}

@@ -80,7 +80,7 @@ def test_files_that_cannot_be_attached(make_agent: AgentFactory, run_cli: RunCli
     (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     for name, message in [
         ("missing.png", "cannot attach {path}: No such file or directory"),
-        ("doc.pdf", "cannot attach {path}: PDF files are not supported"),
+        ("doc.pdf", "cannot attach {path}: not a complete PDF file (no %%EOF at its end)"),  # PDFs: issue 34
         ("blob.bin", "cannot attach {path}: it is neither an image nor a text file"),
         ("latin.txt", "cannot attach {path}: it is not UTF-8 text"),
         ("", "cannot attach {path}: it is a directory"),

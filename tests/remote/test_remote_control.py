@@ -5,6 +5,8 @@ answers what the local hub answers (the same values, the same codes), and what o
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -295,12 +297,26 @@ async def test_an_unlistable_store_is_sessions_unavailable_both_ways(hub: Hub) -
     assert unavailable.value.retryable is True
 
 
-async def test_images_fail_visibly_on_the_remote_data_plane(hub: Hub) -> None:
+async def test_images_travel_the_remote_data_plane(hub: Hub) -> None:
+    """The wire carried text only until issue 34: now a prompt's images go in ``images``, and one the
+    serve refuses fails the stream with the serve's reason, nothing run."""
     from fastagent_cli.contract import ImageRef
 
-    events = [e async for e in hub.agent.invoke("img", Prompt("look", (ImageRef("image/png", "iVBO"),)))]
-    assert len(events) == 1 and isinstance(events[0], Failed) and not events[0].retryable
-    assert "text only" in events[0].details
-    assert (await hub.remote.sessions.get("img").entries()).entries == ()  # nothing was sent
-    last = [e async for e in hub.agent.invoke("img", "hi")][-1]
+    png = base64.b64encode(_png(3, 2)).decode()
+    last = [e async for e in hub.agent.invoke("img", Prompt("look", (ImageRef("image/png", png),)))][-1]
     assert isinstance(last, Completed)
+    user = (await hub.remote.sessions.get("img").entries()).entries[0]
+    assert user.kind == "user"
+    assert user.data == {"text": "look", "images": [{"mimeType": "image/png", "data": png}]}
+    refused = [e async for e in hub.agent.invoke("pdf", Prompt("look", (ImageRef("application/pdf", png),)))]
+    assert len(refused) == 1 and isinstance(refused[0], Failed) and not refused[0].retryable
+    assert "\"images[0].mimeType\" 'application/pdf' is not an image type" in refused[0].details
+    assert (await hub.remote.sessions.get("pdf").entries()).entries == ()  # nothing was run
+
+
+def _png(width: int, height: int) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "blue").save(out, format="PNG")
+    return out.getvalue()

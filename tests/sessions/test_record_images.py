@@ -74,3 +74,28 @@ def test_export_md_writes_the_images_next_to_it(
     stdout = run_cli("sessions", "export", "pic", str(agent), "--format", "md")
     assert "[image: image/png, 0 KB]" in stdout.stdout and "base64" not in stdout.stdout
     assert base64.b64encode(picture.read_bytes()).decode()[:40] not in stdout.stdout
+
+
+async def test_the_cap_counts_documents_too(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "sessions", tmp_path)
+    record = await store.open_or_create("pdfs")
+    twelve_mib = "J" * (12 * 1024 * 1024)
+    message: UserMessage = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "a report and a photo"},
+            {"type": "document", "data": twelve_mib, "mimeType": "application/pdf", "name": "r.pdf"},
+            {"type": "image", "data": "A" * (8 * 1024 * 1024), "mimeType": "image/png"},
+        ],
+        "timestamp": 0,
+    }
+    record.append_message(message)
+    await record.flush()
+    (file,) = (tmp_path / "sessions").rglob("*.jsonl")
+    content = json.loads(file.read_text().splitlines()[-1])["message"]["content"]
+    assert content[1] == {
+        "type": "text",
+        "text": "[document r.pdf not kept in the session record: 9.4 MB (a record entry keeps at most "
+        "16 MiB of images and documents)]",
+    }
+    assert content[2]["type"] == "image" and len(content[2]["data"]) == 8 * 1024 * 1024

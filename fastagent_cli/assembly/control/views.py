@@ -22,6 +22,21 @@ def _text(message: Mapping[str, Any]) -> str:
     return "".join(str(b.get("text", "")) for b in content or [] if b.get("type") == "text")
 
 
+def _user(message: Mapping[str, Any]) -> dict[str, Any]:
+    """``{text, images?: [{mimeType, data}]}``: the prompt, and its images as the record keeps
+    them (a transcript shows them again after a reload)."""
+    data: dict[str, Any] = {"text": _text(message)}
+    content = message.get("content")
+    images = [
+        {"mimeType": str(b.get("mimeType", "")), "data": b["data"]}
+        for b in (content if isinstance(content, list) else ())
+        if isinstance(b, Mapping) and b.get("type") == "image" and isinstance(b.get("data"), str)
+    ]
+    if images:
+        data["images"] = images
+    return data
+
+
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
     """``{text, thinking?, toolCalls?: [{id, name, args}], stopReason?, errorMessage?}``: what a
     transcript shows of an answer (``stopReason`` only for the partial answer of an ``aborted`` or
@@ -47,7 +62,7 @@ def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def entry_view(entry: Mapping[str, Any]) -> EntryView:
-    """A record entry normalised: ``user{text}``, ``assistant{text, thinking?, toolCalls?}``,
+    """A record entry normalised: ``user{text, images?}``, ``assistant{text, thinking?, toolCalls?}``,
     ``tool{toolCallId, toolName, isError, text}``, ``message:<role>``, other types with empty
     data."""
     message = entry.get("message") if entry.get("type") == "message" else None
@@ -59,7 +74,7 @@ def entry_view(entry: Mapping[str, Any]) -> EntryView:
     if isinstance(message, Mapping):
         role = message.get("role")
         if role == "user":
-            kind, data = "user", {"text": _text(message)}
+            kind, data = "user", _user(message)
         elif role == "assistant":
             kind, data = "assistant", _assistant(message)
         elif role == "toolResult":

@@ -13,7 +13,7 @@
 ``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
 ``POST   /control/sessions/{id}/approvals/{a}``  ``{decision: approve|deny, reason?, by?}``: 404
                                              ``no_such_approval``, 409 ``approval_closed``
-``POST   /control/invoke``                   the data plane: ``{session, text}``, SSE like /invoke;
+``POST   /control/invoke``                   the data plane: ``{session, text, images?}``, SSE like /invoke;
                                              ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
 
@@ -43,12 +43,11 @@ from fastagent_cli.control import (
     ControlError,
     SessionControl,
     SessionsUnavailable,
-    parse_action,
     parse_update,
     rejected,
     run_action,
 )
-from fastagent_cli.control.wire import MALFORMED
+from fastagent_cli.control.wire import parse_action_or_reason
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
 from fastagent_cli.serving.control.answers import ANSWER_STATUS, parse_answer
 from fastagent_cli.serving.control.detached import DetachedRuns
@@ -72,9 +71,6 @@ ROUTE_SETS = ("sessions", "dispatch")
 
 FORK_USAGE = "expected { from: string, at: string }\n"
 DETACH_TYPE = '"detach" must be a boolean\n'
-IMAGES_REFUSED = (
-    "images are not supported by /control/invoke (text only); send them with a steer or follow_up action\n"
-)
 
 
 def control_routes(
@@ -133,9 +129,9 @@ def control_routes(
         body = await read_json(request)
         if isinstance(body, web.Response):
             return body
-        action = parse_action(body)
-        if action is None:
-            return json_response(rejected(INVALID_COMMAND, MALFORMED).to_json())
+        action = parse_action_or_reason(body)
+        if isinstance(action, str):
+            return json_response(rejected(INVALID_COMMAND, action).to_json())
         return json_response((await run_action(sessions.get(session), action)).to_json())
 
     async def approval(request: web.BaseRequest, session: str) -> web.StreamResponse:
@@ -178,8 +174,6 @@ def _invoke_route(agent: Agent, control: SessionControl, detached: DetachedRuns)
         if isinstance(parsed, str):
             return text_response(parsed, 400)
         body = json.loads(raw)  # parse_invoke_body read it: a JSON object
-        if body.get("images"):
-            return text_response(IMAGES_REFUSED, 400)
         detach = body.get("detach", False)
         if not isinstance(detach, bool):
             return text_response(DETACH_TYPE, 400)

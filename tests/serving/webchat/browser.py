@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 from tests.conftest import cli_command
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,6 +50,13 @@ def chromium_paths() -> tuple[str, str] | str:
     if browser is None or driver is None:
         return "no chromium / chromedriver on PATH (apt-get install chromium chromium-driver)"
     return browser, driver
+
+
+def browser_marks() -> list[pytest.MarkDecorator]:
+    """A browser test module's ``pytestmark``: slow, and skipped saying why without Chromium."""
+    paths = chromium_paths()
+    reason = f"browser tests need Chromium: {paths}"
+    return [pytest.mark.slow, pytest.mark.skipif(isinstance(paths, str), reason=reason)]
 
 
 @contextlib.contextmanager
@@ -94,6 +103,20 @@ def screenshot(driver: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     driver.save_screenshot(str(path))
     return path
+
+
+def dev_server(root: Path, files: dict[str, str]) -> DevServer:
+    """``fastagent dev`` on an agent of ``files`` in ``root/agent``, with ``root`` as its home and
+    none of the caller's fastagent settings or provider keys."""
+    agent = root / "agent"
+    for rel, text in files.items():
+        (agent / rel).parent.mkdir(parents=True, exist_ok=True)
+        (agent / rel).write_text(text, encoding="utf-8")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_") and not k.endswith("_API_KEY")
+    }
+    env["HOME"] = str(root)
+    return DevServer(agent, env)
 
 
 WEB_CHAT_LINE = re.compile(r"web chat: (http://127\.0\.0\.1:(\d+))/#token=(\S+)")

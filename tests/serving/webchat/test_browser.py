@@ -7,7 +7,6 @@ token. Screenshots of the main states go to ``build/screenshots/``."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.request
 import uuid
@@ -16,13 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.serving.webchat.browser import DevServer, chromium, chromium_paths, screenshot, wait_until
+from tests.serving.webchat.browser import DevServer, browser_marks, dev_server, screenshot, wait_until
 
-_PATHS = chromium_paths()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(isinstance(_PATHS, str), reason=f"browser tests need Chromium: {_PATHS}"),
-]
+pytestmark = browser_marks()
 
 MODEL = """
 STORY = " ".join(f"word{i}" for i in range(1, 121))
@@ -114,8 +109,6 @@ SKILL = "---\nname: triage\ndescription: Sort an inbox by urgency\n---\nSort it.
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    root = tmp_path_factory.mktemp("webchat")
-    agent = root / "agent"
     files = {
         "fastagent.toml": 'model = "scripted/model:reply"\ncoding_tools = false\n',
         "model.py": MODEL,
@@ -123,26 +116,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
         "tools/pause.py": PAUSE,
         "skills/triage/SKILL.md": SKILL,
     }
-    for rel, text in files.items():
-        (agent / rel).parent.mkdir(parents=True, exist_ok=True)
-        (agent / rel).write_text(text, encoding="utf-8")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_") and not k.endswith("_API_KEY")
-    }
-    env["HOME"] = str(root)
-    dev = DevServer(agent, env)
+    dev = dev_server(tmp_path_factory.mktemp("webchat"), files)
     try:
         yield dev
     finally:
         dev.close()
     # The token is printed in the web chat line of each worker start, and nowhere else (no access log).
     assert dev.text.count(dev.token) == dev.text.count("web chat: http") >= 1
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
-        yield browser
 
 
 class Page:

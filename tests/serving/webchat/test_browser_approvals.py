@@ -4,21 +4,16 @@ call and the card leaves the other tab live; a deny's reason is what the model r
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.serving.webchat.browser import DevServer, chromium, chromium_paths, screenshot, wait_until
+from tests.serving.webchat.browser import DevServer, browser_marks, dev_server, screenshot, wait_until
 from tests.serving.webchat.test_browser import Page
 
-_PATHS = chromium_paths()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(isinstance(_PATHS, str), reason=f"browser tests need Chromium: {_PATHS}"),
-]
+pytestmark = browser_marks()
 
 MODEL = """
 def reply(request):
@@ -40,31 +35,16 @@ def deploy(env: str, version: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    root = tmp_path_factory.mktemp("webchat-approvals")
-    agent = root / "agent"
     files = {
         "fastagent.toml": 'model = "scripted/approval_model:reply"\ncoding_tools = false\n',
         "approval_model.py": MODEL,
         "tools/deploy.py": DEPLOY,
     }
-    for rel, text in files.items():
-        (agent / rel).parent.mkdir(parents=True, exist_ok=True)
-        (agent / rel).write_text(text, encoding="utf-8")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("FASTAGENT_") and not k.endswith("_API_KEY")
-    }
-    env["HOME"] = str(root)
-    dev = DevServer(agent, env)
+    dev = dev_server(tmp_path_factory.mktemp("webchat-approvals"), files)
     try:
         yield dev
     finally:
         dev.close()
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as browser:
-        yield browser
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 
 import { api, readAddress, showSessionInAddress, token, Unauthorized } from "./api.js";
 import { clickedAnswer } from "./approvals.js";
+import { Attachments } from "./attachments.js";
 import { Composer } from "./composer.js";
 import { icon } from "./icons.js";
 import { SessionModel } from "./session.js";
@@ -206,12 +207,12 @@ function handle(error, what) {
 }
 
 // A send while a run holds the session steers it; a steer that finds the run gone sends (once).
-async function send(text, fallback = true) {
+async function send(text, images = [], fallback = true) {
   const model = current();
   model.notice = null; // before: a run refused at once settles (with its notice) before the reply
   try {
-    const result = await api.invoke(model.id, text);
-    if (!result.ok && result.error.code === "session_busy" && fallback) return act("steer", text, false);
+    const result = await api.invoke(model.id, text, images);
+    if (!result.ok && result.error.code === "session_busy" && fallback) return act("steer", text, images, false);
     if (failed(result, "Not sent")) return false;
     model.exists = true;
     setTimeout(refreshList, 500);
@@ -222,12 +223,13 @@ async function send(text, fallback = true) {
   }
 }
 
-async function act(kind, text, fallback = true) {
+async function act(kind, text, images = [], fallback = true) {
   const model = current();
   try {
-    const result = await api.action(model.id, { type: kind, prompt: { text } });
+    const prompt = images.length ? { text, images } : { text };
+    const result = await api.action(model.id, { type: kind, prompt });
     if (!result.ok && fallback && ["no_active_run", "run_command_failed"].includes(result.error.code)) {
-      return send(text, false); // the run ended meanwhile
+      return send(text, images, false); // the run ended meanwhile
     }
     return !failed(result, "Not sent");
   } catch (error) {
@@ -236,8 +238,8 @@ async function act(kind, text, fallback = true) {
   }
 }
 
-const steer = (text) => act("steer", text);
-const followUp = (text) => act("follow_up", text);
+const steer = (text, images) => act("steer", text, images);
+const followUp = (text, images) => act("follow_up", text, images);
 
 async function compact() {
   try {
@@ -384,8 +386,17 @@ function boot() {
     input: $("input"),
     menu: $("commands"),
     handlers: { send, steer, followUp },
+    attachments: new Attachments({
+      list: $("attachments"),
+      picker: $("attach-file"),
+      button: $("attach"),
+      input: $("input"),
+      dropZone: $("composer"),
+      onError: (text) => toast(text),
+    }),
   });
   $("menu").replaceChildren(icon("menu"));
+  $("attach").replaceChildren(icon("attach"));
   $("queue").addEventListener("click", () => page.composer.submit("followUp"));
   $("stop").addEventListener("click", stop);
   $("transcript").addEventListener("click", (event) => event.target.closest("[data-action=compact]") && compact());

@@ -1,5 +1,7 @@
 // The message box: Enter sends (or, while a run streams, steers it), Alt+Enter queues a
-// follow-up, Shift+Enter starts a new line; "/" at the start offers the agent's skills.
+// follow-up, Shift+Enter starts a new line; "/" at the start offers the agent's skills. The
+// images attached (attachments.js) go with the message, and come back with its text if it is
+// refused.
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -20,12 +22,15 @@ export function expandCommand(text, commands) {
 }
 
 export class Composer {
-  // handlers: {send(text), steer(text), followUp(text)}
-  constructor({ form, input, menu, handlers }) {
+  // handlers: {send(text, images), steer(text, images), followUp(text, images)}; attachments: an
+  // Attachments (optional)
+  constructor({ form, input, menu, handlers, attachments }) {
     this.form = form;
     this.input = input;
     this.menu = menu;
     this.handlers = handlers;
+    this.attachments = attachments || null;
+    this.sending = false;
     this.commands = [];
     this.matches = [];
     this.selected = 0;
@@ -84,20 +89,37 @@ export class Composer {
     }
   }
 
-  submit(kind) {
+  async submit(kind) {
     const raw = this.input.value;
     const text = expandCommand(raw, this.commands);
-    if (!text.trim()) return;
+    const attachments = this.attachments;
+    const attached = attachments ? attachments.count : 0;
+    if ((!text.trim() && !attached) || this.sending) return;
     const how = kind === "followUp" && !this.running ? "send" : kind;
     this.closeMenu();
+    let images = [];
+    if (attached) {
+      this.sending = true; // fitting the images takes a moment: Enter again does not send twice
+      try {
+        images = await attachments.encode(text);
+      } catch (error) {
+        attachments.onError(`Not sent: ${error.message}`);
+        return; // the text and the images stay, to remove the one that cannot go
+      } finally {
+        this.sending = false;
+      }
+    }
+    const taken = attached ? attachments.take() : [];
     this.input.value = "";
     this.grow();
-    Promise.resolve(this.handlers[how](text)).then((sent) => {
-      if (sent === false && !this.input.value) {
+    const sent = await this.handlers[how](text, images);
+    if (sent === false) {
+      if (!this.input.value) {
         this.input.value = raw; // refused: give the text back
         this.grow();
       }
-    });
+      if (taken.length && !attachments.count) attachments.restore(taken);
+    }
   }
 
   complete() {

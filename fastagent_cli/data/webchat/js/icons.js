@@ -5,6 +5,7 @@ const PATHS = {
   fork: "M7 4v10M7 14a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM7 4a2 2 0 1 0 0 .01M17 4a2 2 0 1 0 0 .01M17 6v2a4 4 0 0 1-4 4H9a2 2 0 0 0-2 2",
   delete: "M5 7h14M10 7V4h4v3M7 7l1 13h8l1-13M10 11v6M14 11v6",
   menu: "M4 7h16M4 12h16M4 17h16",
+  attach: "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7",
 };
 
 export function icon(name) {

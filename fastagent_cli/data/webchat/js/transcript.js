@@ -134,7 +134,8 @@ export class Transcript {
     let node = null;
     if (entry.kind === "user") {
       node = el("div", "msg user");
-      node.append(el("div", "bubble", entry.data.text));
+      if (entry.data.images && entry.data.images.length) node.append(imageRow(entry.data.images));
+      if (entry.data.text || !entry.data.images) node.append(el("div", "bubble", entry.data.text));
     } else if (entry.kind === "assistant") {
       node = el("div", "msg assistant");
       if (entry.data.thinking) node.append(thinkingBlock(entry.data.thinking));
@@ -249,6 +250,19 @@ export class Transcript {
     const box = this.container.parentElement;
     box.scrollTop = box.scrollHeight;
   }
+}
+
+// A prompt's images as thumbnails (a click shows one at full width, another click shrinks it).
+function imageRow(images) {
+  const row = el("div", "msg-images");
+  images.forEach((image, index) => {
+    const img = el("img", "msg-image");
+    img.alt = `image ${index + 1} (${image.mimeType})`;
+    img.src = `data:${image.mimeType};base64,${image.data}`;
+    img.addEventListener("click", () => img.classList.toggle("enlarged"));
+    row.append(img);
+  });
+  return row;
 }
 
 function thinkingBlock(text) {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.contract import ImageRef, Prompt
-from fastagent_cli.messages import AssistantMessage, ContentBlock, Message, UserMessage, empty_usage, now_ms
+from fastagent_cli.messages import AssistantMessage, Message, UserBlock, UserMessage, empty_usage, now_ms
 
 __all__ = [
     "CLIENT_CONTEXT_HEADER",
@@ -121,7 +121,7 @@ def with_context(turn: Turn, context: str | None) -> Turn:
 
 
 def user_message(turn: Turn) -> UserMessage:
-    blocks: list[ContentBlock] = []
+    blocks: list[UserBlock] = []
     if turn.text or not turn.images:
         blocks.append({"type": "text", "text": turn.text})
     blocks.extend({"type": "image", "data": image.data, "mimeType": image.mime_type} for image in turn.images)
