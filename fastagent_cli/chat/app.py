@@ -31,6 +31,7 @@ from prompt_toolkit.output import Output, create_output
 from rich.console import Console
 from rich.text import Text
 
+from fastagent_cli.chat.approval_prompt import ApprovalPrompt
 from fastagent_cli.chat.attachments import bind_paste, prompt_message
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
@@ -66,6 +67,8 @@ class ChatApp:
         self.output = output or create_output()
         self.renderer = ChatRenderer(self.console, show_thinking=show_thinking, clock=ctl.clock)
         self.ui = TerminalUI(self.console, self.renderer, self.input, self.output)
+        self.approvals = ApprovalPrompt(self.renderer, "chat", ctl.hub_session)
+        """Tool calls of the chat's runs that wait for an answer, asked under the run."""
         self._exit_armed = False
         self._draft = ""
         """Text typed during the last turn and not sent: the next prompt starts with it."""
@@ -207,7 +210,7 @@ class ChatApp:
             actions.append(asyncio.create_task(self._act(typed, kind)))
 
         composer = TurnComposer(submit)
-        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools)
+        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools, self.approvals)
 
         self.renderer.begin_turn()
         self.renderer.composer = ""
@@ -220,7 +223,7 @@ class ChatApp:
                 self.input,
                 lambda: view.interrupt(task),
                 self._toggle_thinking,
-                composer_keys(composer, self.renderer),
+                self.approvals.wrap(composer_keys(composer, self.renderer)),
             ):
                 await asyncio.wait({task})
         finally:
@@ -229,6 +232,7 @@ class ChatApp:
                 task.cancel()
                 await asyncio.wait({task})
             await asyncio.gather(ticker, *actions, return_exceptions=True)
+            await self.approvals.settle()
             # The run's events were published before its invoke stream ended: what the watcher
             # has not shown yet is buffered, and is shown now, in order.
             watcher.cancel()
@@ -238,6 +242,7 @@ class ChatApp:
             await events.aclose()
             if view.lost:  # the stream closed under the watcher (too far behind): the record has it
                 await view.catch_up(self.ctl.hub_session())
+            self.approvals.forget()  # the run is over: nothing of it waits in this process
             if task.cancelled():
                 run.mark_interrupted()
                 if not view.settled:  # the run's settlement never reached the screen

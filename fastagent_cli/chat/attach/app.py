@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import getpass
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -34,6 +35,7 @@ from prompt_toolkit.output import Output, create_output
 from rich.console import Console
 from rich.text import Text
 
+from fastagent_cli.chat.approval_prompt import ApprovalPrompt
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
@@ -44,7 +46,7 @@ from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, st
 from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.contract import Failed, Prompt, Scope
-from fastagent_cli.control import SessionState
+from fastagent_cli.control import Session, SessionState
 from fastagent_cli.errors import ControlRequestError, one_line
 from fastagent_cli.remote import REQUEST_FAILED
 
@@ -88,7 +90,8 @@ class AttachApp:
             keys_hint="Ctrl+C detaches · /abort stops the run",
         )
         self.transcript = Transcript(self.renderer, clock, history=history)
-        self.follower = Follower(link, session, self.transcript, self, clock=clock)
+        self.approvals = ApprovalPrompt(self.renderer, f"attach {_user()}", self._session)
+        self.follower = Follower(link, session, self.transcript, self, self.approvals, clock=clock)
         self.prompts_shown = 0
         """How many times the prompt was shown (tests wait on it)."""
         self._state: SessionState | None = None
@@ -239,6 +242,7 @@ class AttachApp:
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=5)
+        await self.approvals.settle()
         await self.link.aclose()
         if self._fatal is None:
             cut = "; the run it started was cancelled" if cancelled else ""
@@ -312,7 +316,7 @@ class AttachApp:
                 self.input,
                 self._request_detach,
                 self._toggle_thinking,
-                composer_keys(composer, self.renderer),
+                self.approvals.wrap(composer_keys(composer, self.renderer)),
             ):
                 while True:
                     self._wake.clear()
@@ -325,6 +329,10 @@ class AttachApp:
             self._run_shown.clear()
             self.renderer.end_turn()
             self._draft = composer.take()
+
+    def _session(self) -> Session | None:
+        control = self.link.control
+        return control.sessions.get(self.session) if control is not None else None
 
     def _request_detach(self) -> None:
         self._detach.set()
@@ -437,3 +445,11 @@ class AttachApp:
             if hit is not None:
                 self.renderer.note(f"{hit.name} is a {hit.source}: name it in a message, without the /")
             self.renderer.note(RESERVED, "yellow")
+
+
+def _user() -> str:
+    """Who answers an approval from this terminal (the audit's ``attach <user>``)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "(unknown user)"
