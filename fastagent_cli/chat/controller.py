@@ -160,7 +160,17 @@ class ChatController:
         else:
             self.settings = await self.sessions.pin_model(self.session, spec)
 
-    # --- settings -------------------------------------------------------------------------------
+    # --- settings (the shared commands' SessionOps) -----------------------------------------------
+
+    async def model_choices(self) -> Sequence[str]:
+        return self.sessions.model_specs()
+
+    async def thinking_help(self) -> str:
+        levels = ", ".join(self.levels)
+        return f"thinking {self.thinking} ({self.model} supports: {levels}); /thinking <level> sets it"
+
+    def control_session(self) -> Session:
+        return self.hub_session()
 
     async def set_model(self, spec: str) -> str:
         self.sessions.plan(self.settings, model=spec)  # an unknown model writes nothing

@@ -22,9 +22,8 @@ import contextlib
 import dataclasses
 import getpass
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Literal
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
@@ -36,28 +35,24 @@ from rich.console import Console
 from rich.text import Text
 
 from fastagent_cli.chat.approval_prompt import ApprovalPrompt
+from fastagent_cli.chat.attach.actions import KEYS, AttachActions
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
-from fastagent_cli.chat.composer import ActionKind, TurnComposer
+from fastagent_cli.chat.attach.ops import RemoteOps
+from fastagent_cli.chat.attachments import bind_paste, prompt_message
+from fastagent_cli.chat.composer import TurnComposer
 from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
 from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.run_actions import abort_run, send_to_run
+from fastagent_cli.chat.session_commands import SHARED
 from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.contract import Failed, Prompt, Scope
 from fastagent_cli.control import Session, SessionState
-from fastagent_cli.errors import ControlRequestError, one_line
-from fastagent_cli.remote import REQUEST_FAILED
 
 __all__ = ["AttachApp"]
 
-SLASH_WORDS = ["/abort", "/commands", "/help", "/detach"]
-KEYS = (
-    "Enter sends (a new run; while a run streams, steers it) · Alt+Enter newline, or queues a "
-    "follow-up while a run streams · /abort · /commands · Ctrl+C detaches"
-)
-RESERVED = "a leading / is reserved: /abort stops the run, /commands lists skills, //text sends /text"
+SLASH_WORDS = ["/abort", "/commands", "/help", "/detach", *(f"/{name}" for name in SHARED)]
 
 
 class _Suspend(Exception):
@@ -90,6 +85,10 @@ class AttachApp:
             keys_hint="Ctrl+C detaches · /abort stops the run",
         )
         self.transcript = Transcript(self.renderer, clock, history=history)
+        self.ops = RemoteOps(session, lambda: link.control, lambda: self._state)
+        self.actions = AttachActions(
+            self, TerminalUI(self.console, self.renderer, self.input, self.output), self.renderer.note
+        )
         self.approvals = ApprovalPrompt(self.renderer, f"attach {_user()}", self._session)
         self.follower = Follower(link, session, self.transcript, self, self.approvals, clock=clock)
         self.prompts_shown = 0
@@ -105,8 +104,6 @@ class AttachApp:
         self._detach = asyncio.Event()
         self._fatal: str | None = None
         self._draft = ""
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._own_runs: set[asyncio.Task[None]] = set()
         self.prompt: PromptSession[str] = chat_prompt(
             key_bindings=self._bindings(),
             history_path=history_path,
@@ -116,11 +113,13 @@ class AttachApp:
             output=self.output,
             erase_when_done=True,
         )
+        self.prompt.message = lambda: prompt_message(self.ops.attachments)  # the chip above ›
 
     # --- keys and the status line ---------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
         kb = prompt_bindings(self.renderer)
+        bind_paste(kb, self.ops.attachments)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -237,8 +236,8 @@ class AttachApp:
             self._request_detach()
 
     async def _close(self, follower: asyncio.Task[None]) -> None:
-        cancelled = [task for task in self._own_runs if not task.done()]
-        pending = {*cancelled, follower, *self._tasks}
+        cancelled = [task for task in self.actions.own_runs if not task.done()]
+        pending = {*cancelled, follower, *self.actions.tasks}
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=5)
@@ -290,7 +289,7 @@ class AttachApp:
         except (EOFError, KeyboardInterrupt):
             self._request_detach()
             return
-        self._line(text, "line")
+        self.actions.line(text, "line")
 
     async def _let_print(self) -> None:
         """The prompt is down: let whoever asked print, until nobody needs to."""
@@ -303,7 +302,7 @@ class AttachApp:
             self._prompt_down.clear()
 
     async def _show_run(self) -> None:
-        composer = TurnComposer(lambda text, kind: self._line(text, kind))
+        composer = TurnComposer(self.actions.line)
         composer.text = self._draft
         self._draft = ""
 
@@ -334,117 +333,20 @@ class AttachApp:
         control = self.link.control
         return control.sessions.get(self.session) if control is not None else None
 
+    @property
+    def run_shown(self) -> bool:
+        """A run is on the screen (a line typed now steers it)."""
+        return self._want_run
+
+    def request_detach(self) -> None:
+        self._request_detach()
+
     def _request_detach(self) -> None:
         self._detach.set()
         self._wake.set()
 
     def _toggle_thinking(self) -> None:
         toggle_thinking(self.renderer)
-
-    # --- what the user sends --------------------------------------------------------------------
-
-    def _line(self, text: str, kind: ActionKind | Literal["line"]) -> None:
-        stripped = text.strip()
-        if not stripped:
-            return
-        if stripped.startswith("/") and not stripped.startswith("//"):
-            word, _, _ = stripped[1:].partition(" ")
-            word = word.split("\n", 1)[0]
-            if word == "abort":
-                self._spawn(self._abort())
-            elif word == "commands":
-                self._spawn(self._commands(None))
-            elif word in ("help", "?"):
-                self._spawn(self._say(KEYS))
-            elif word in ("detach", "exit", "quit"):
-                self._request_detach()
-            else:
-                self._spawn(self._commands(word))
-            return
-        if stripped.startswith("//"):
-            text = text.strip()[1:]
-        self._spawn(self._send(text.strip(), kind))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _say(self, text: str, style: str = "cyan") -> None:
-        async with self.printing():
-            self.renderer.note(text, style)
-
-    async def _send(self, text: str, kind: ActionKind | Literal["line"]) -> None:
-        control = self.link.control
-        if control is None:
-            await self._say(f"✗ not connected (reconnecting): not sent: {one_line(text, 60)}", "red")
-            return
-        session = control.sessions.get(self.session)
-        if kind == "line" and not self._want_run:
-            self._start_run(text)
-            return
-        sent = await send_to_run(session, text, "follow_up" if kind == "follow_up" else "steer")
-        if sent.late:
-            self._start_run(text)  # the run ended first: the text starts the next one
-        elif sent.refused is not None:
-            await self._say(f"✗ {sent.refused}", "red")
-
-    def _start_run(self, text: str) -> None:
-        task = asyncio.create_task(self._drive(text))
-        self._own_runs.add(task)
-        task.add_done_callback(self._own_runs.discard)
-
-    async def _drive(self, text: str) -> None:
-        """Start a run with ``text`` and hold its invoke stream (the run's driver) to its end; the
-        run itself is shown from the session's events."""
-        agent = self.link.agent
-        if agent is None:
-            await self._say("✗ not connected (reconnecting)", "red")
-            return
-        failure: Failed | None = None
-        async for event in agent.invoke(Scope(self.session), Prompt(text)):
-            if isinstance(event, Failed):
-                failure = event
-        if failure is None:
-            return
-        if failure.code == "session_busy":  # a run started meanwhile: join it
-            control = self.link.control
-            if control is not None:
-                result = await control.sessions.get(self.session).steer(Prompt(text))
-                if result.ok or result.error is None:
-                    return
-                await self._say(f"✗ the session is busy and took nothing: {result.error.message}", "red")
-            return
-        if failure.code == REQUEST_FAILED:  # the run's own failures arrive as its events
-            await self._say(f"✗ {failure.details}", "red")
-
-    async def _abort(self) -> None:
-        control = self.link.control
-        if control is None:
-            await self._say("✗ not connected (reconnecting)", "red")
-            return
-        await self._say(*await abort_run(control.sessions.get(self.session)))
-
-    async def _commands(self, asked: str | None) -> None:
-        """``/commands`` (``asked`` is None) or any other reserved ``/word``."""
-        control = self.link.control
-        try:
-            commands = list(await control.commands()) if control is not None else []
-        except ControlRequestError as exc:
-            await self._say(f"✗ the command list is unavailable: {exc.message}", "red")
-            return
-        async with self.printing():
-            if asked is None:
-                if not commands:
-                    self.renderer.note("this agent defines no skills")
-                for command in commands:
-                    about = f" — {command.description}" if command.description else ""
-                    self.renderer.note(f"/{command.name}{about}  ({command.source})")
-                return
-            hit = next((c for c in commands if c.name == asked), None)
-            if hit is not None:
-                self.renderer.note(f"{hit.name} is a {hit.source}: name it in a message, without the /")
-            self.renderer.note(RESERVED, "yellow")
 
 
 def _user() -> str:
