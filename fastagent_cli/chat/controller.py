@@ -24,6 +24,7 @@ from typing import Any
 
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
 from fastagent_cli.chat.attachments import PendingAttachments
+from fastagent_cli.chat.session_link import LocalLink
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
@@ -55,7 +56,9 @@ class ChatController:
         self, opened: OpenedAgent, session: str | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.opened = opened
-        self.agent = opened.agent
+        self.link = LocalLink(opened)
+        """Runs start and the session is reached through it, as attach does through its remote link."""
+        self.agent = self.link.agent
         self.sessions = opened.sessions
         self.clock = clock
         self.session = session or new_session_id()
@@ -190,7 +193,7 @@ class ChatController:
 
     def hub_session(self) -> Session:
         """The current session on the session hub (its live events, its run actions)."""
-        return self.opened.control.sessions.get(self.session)
+        return self.link.control.sessions.get(self.session)
 
     async def compact(self, instructions: str | None = None) -> str:
         """Compact the session and wait for it (cancelling aborts it); the line to show."""
@@ -231,7 +234,7 @@ class ChatController:
         else:
             tools = self.tools
         prompt = self.attachments.prompt(text)
-        return TurnRun(self.agent, Scope(self.session), prompt, sink, tools, self.clock)
+        return TurnRun(self.link.agent, Scope(self.session), prompt, sink, tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

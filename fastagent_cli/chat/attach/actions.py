@@ -14,11 +14,11 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 
-from fastagent_cli.chat.attach.link import Link
 from fastagent_cli.chat.attach.ops import RemoteOps
 from fastagent_cli.chat.composer import ActionKind
 from fastagent_cli.chat.run_actions import abort_run, send_to_run
 from fastagent_cli.chat.session_commands import SHARED, SharedUI
+from fastagent_cli.chat.session_link import SessionLink
 from fastagent_cli.contract import Failed, Prompt, Scope
 from fastagent_cli.errors import ControlRequestError, FastagentError, one_line
 from fastagent_cli.remote import REQUEST_FAILED
@@ -40,7 +40,9 @@ OWN = [
 class Host(Protocol):
     """What the actions need of the attach screen."""
 
-    link: Link
+    @property
+    def link(self) -> SessionLink: ...
+
     session: str
     ops: RemoteOps
 

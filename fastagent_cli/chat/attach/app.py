@@ -25,30 +25,25 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output import Output
 from rich.console import Console
 from rich.text import Text
 
-from fastagent_cli.chat.approval_prompt import ApprovalPrompt
 from fastagent_cli.chat.attach.actions import KEYS, AttachActions
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
 from fastagent_cli.chat.attach.ops import RemoteOps
-from fastagent_cli.chat.attachments import bind_paste, prompt_message
 from fastagent_cli.chat.composer import TurnComposer
-from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
-from fastagent_cli.chat.render import ChatRenderer
+from fastagent_cli.chat.screen import SessionScreen
 from fastagent_cli.chat.session_commands import SHARED
 from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.transcript import Transcript
-from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.control import Session, SessionState
+from fastagent_cli.control import SessionState
 
 __all__ = ["AttachApp"]
 
@@ -59,7 +54,7 @@ class _Suspend(Exception):
     """Takes the prompt down (a run started, something prints, a detach)."""
 
 
-class AttachApp:
+class AttachApp(SessionScreen):
     def __init__(
         self,
         link: Link,
@@ -73,26 +68,25 @@ class AttachApp:
         show_thinking: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.link = link
-        self.session = session
-        self.console = console or Console(highlight=False)
-        self.input = input or create_input()
-        self.output = output or create_output()
-        self.renderer = ChatRenderer(
-            self.console,
+        super().__init__(
+            link,
+            lambda: session,
+            by=f"attach {_user()}",
+            console=console,
+            input=input,
+            output=output,
             show_thinking=show_thinking,
             clock=clock,
             keys_hint="Ctrl+C detaches · /abort stops the run",
         )
+        self.link: Link = link
+        self.session = session
         self.transcript = Transcript(self.renderer, clock, history=history)
         self.ops = RemoteOps(session, lambda: link.control, lambda: self._state)
         self.actions = AttachActions(
             self, TerminalUI(self.console, self.renderer, self.input, self.output), self.renderer.note
         )
-        self.approvals = ApprovalPrompt(self.renderer, f"attach {_user()}", self._session)
         self.follower = Follower(link, session, self.transcript, self, self.approvals, clock=clock)
-        self.prompts_shown = 0
-        """How many times the prompt was shown (tests wait on it)."""
         self._state: SessionState | None = None
         self._connection: str | None = None
         self._wake = asyncio.Event()
@@ -103,23 +97,19 @@ class AttachApp:
         self._prompt_down = asyncio.Event()
         self._detach = asyncio.Event()
         self._fatal: str | None = None
-        self._draft = ""
-        self.prompt: PromptSession[str] = chat_prompt(
-            key_bindings=self._bindings(),
-            history_path=history_path,
+        self.prompt = self.make_prompt(
+            self._bindings(),
+            self.ops.attachments,
             completer=WordCompleter(SLASH_WORDS, sentence=True, pattern=None),
             toolbar=self._toolbar,
-            input=self.input,
-            output=self.output,
+            history_path=history_path,
             erase_when_done=True,
         )
-        self.prompt.message = lambda: prompt_message(self.ops.attachments)  # the chip above ›
 
     # --- keys and the status line ---------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
-        kb = prompt_bindings(self.renderer)
-        bind_paste(kb, self.ops.attachments)
+        kb = self.prompt_keys(self.ops.attachments)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -302,36 +292,16 @@ class AttachApp:
             self._prompt_down.clear()
 
     async def _show_run(self) -> None:
-        composer = TurnComposer(self.actions.line)
-        composer.text = self._draft
-        self._draft = ""
-
-        self.renderer.begin_turn()
-        self.renderer.composer = composer.text
-        ticker = asyncio.create_task(tick(self.renderer))
-        self._run_shown.set()
-        try:
-            with watch_turn_keys(
-                self.input,
-                self._request_detach,
-                self._toggle_thinking,
-                self.approvals.wrap(composer_keys(composer, self.renderer)),
-            ):
+        async with self.run_view(TurnComposer(self.actions.line), self._request_detach):
+            self._run_shown.set()
+            try:
                 while True:
                     self._wake.clear()
                     if not self._want_run or self._detach.is_set():
                         break
                     await self._wake.wait()
-        finally:
-            ticker.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
-            self._run_shown.clear()
-            self.renderer.end_turn()
-            self._draft = composer.take()
-
-    def _session(self) -> Session | None:
-        control = self.link.control
-        return control.sessions.get(self.session) if control is not None else None
+            finally:
+                self._run_shown.clear()
 
     @property
     def run_shown(self) -> bool:
@@ -344,9 +314,6 @@ class AttachApp:
     def _request_detach(self) -> None:
         self._detach.set()
         self._wake.set()
-
-    def _toggle_thinking(self) -> None:
-        toggle_thinking(self.renderer)
 
 
 def _user() -> str:
