@@ -29,7 +29,7 @@ from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
 from fastagent_cli.contract import Scope
-from fastagent_cli.control import Session
+from fastagent_cli.control import ActionResult, Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
 
@@ -174,6 +174,10 @@ class ChatController:
 
     def control_session(self) -> Session:
         return self.hub_session()
+
+    async def move_leaf(self, leaf: str) -> ActionResult:
+        """Through the session owner: chat writes its own session whatever ``session_control`` says."""
+        return await self.sessions.navigate(self.session, leaf)
 
     async def set_model(self, spec: str) -> str:
         self.sessions.plan(self.settings, model=spec)  # an unknown model writes nothing

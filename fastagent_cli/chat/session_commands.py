@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fastagent_cli.chat.attachments import PendingAttachments, attach_command
-from fastagent_cli.control import Session, SessionUpdate
+from fastagent_cli.control import ActionResult, Session
 from fastagent_cli.errors import UsageError, one_line
 
 __all__ = ["SHARED", "SessionOps", "SharedCommand", "SharedUI", "navigate", "navigation_points"]
@@ -57,7 +57,11 @@ class SessionOps(Protocol):
     async def compact(self, instructions: str | None = None) -> str: ...
 
     def control_session(self) -> Session:
-        """The session on its hub (local or remote)."""
+        """The session on its hub (local or remote): what the commands read."""
+        ...
+
+    async def move_leaf(self, leaf: str) -> ActionResult:
+        """Move the session's leaf to entry ``leaf`` (``/navigate``)."""
         ...
 
 
@@ -122,9 +126,10 @@ async def navigation_points(session: Session) -> list[tuple[str, str]]:
     return points
 
 
-async def navigate(session: Session, target: str) -> str:
+async def navigate(ops: SessionOps, target: str) -> str:
     """Move ``session``'s leaf to just before the prompt ``target`` (an entry id, or ``n``: the
     n-th prompt back): the next message branches from there; the line to show."""
+    session = ops.control_session()
     points = await navigation_points(session)
     if target.isdigit() and 1 <= int(target) <= len(points) and target not in dict(points):
         target = points[int(target) - 1][0]
@@ -135,7 +140,7 @@ async def navigate(session: Session, target: str) -> str:
     leaf = entry.parent_id if entry.kind == "user" else entry.id
     if leaf is None:
         raise UsageError("that is the session's first prompt: /new starts an empty session")
-    result = await session.update(SessionUpdate(leaf_entry_id=leaf))
+    result = await ops.move_leaf(leaf)
     if not result.ok:
         raise UsageError(result.error.message if result.error is not None else "navigate failed")
     what = f"before {one_line(str(entry.data.get('text', '')), 60)!r}" if entry.kind == "user" else "there"
@@ -155,7 +160,7 @@ async def _navigate(ops: SessionOps, ui: SharedUI, arg: str) -> None:
         if picked is None:
             return
         target = picked
-    ui.info(await navigate(session, target))
+    ui.info(await navigate(ops, target))
 
 
 SHARED: dict[str, SharedCommand] = {

@@ -75,6 +75,9 @@ class RemoteOps:
         _check(await self.control_session().compact(instructions))
         return "compacting the session… (its summary shows here when it lands; /abort stops it)"
 
+    async def move_leaf(self, leaf: str) -> ActionResult:
+        return await self.control_session().update(SessionUpdate(leaf_entry_id=leaf))
+
     async def _update(self, patch: SessionUpdate) -> None:
         _check(await self.control_session().update(patch))
 
