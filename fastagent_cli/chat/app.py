@@ -23,24 +23,21 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output import Output
 from rich.console import Console
 from rich.text import Text
 
-from fastagent_cli.chat.attachments import bind_paste, prompt_message
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.log_notes import warnings_as_notes
-from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
-from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.run_actions import send_to_run
 from fastagent_cli.chat.run_view import RunView
+from fastagent_cli.chat.screen import SessionScreen
 from fastagent_cli.chat.status import status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.turn_keys import watch_turn_keys
@@ -49,7 +46,7 @@ from fastagent_cli.errors import FastagentError
 __all__ = ["ChatApp"]
 
 
-class ChatApp:
+class ChatApp(SessionScreen):
     def __init__(
         self,
         ctl: ChatController,
@@ -60,35 +57,34 @@ class ChatApp:
         history_path: Path | None = None,
         show_thinking: bool = True,
     ) -> None:
+        super().__init__(
+            ctl.link,
+            lambda: ctl.session,
+            by="chat",
+            console=console,
+            input=input,
+            output=output,
+            show_thinking=show_thinking,
+            clock=ctl.clock,
+        )
         self.ctl = ctl
-        self.console = console or Console(highlight=False)
-        self.input = input or create_input()
-        self.output = output or create_output()
-        self.renderer = ChatRenderer(self.console, show_thinking=show_thinking, clock=ctl.clock)
         self.ui = TerminalUI(self.console, self.renderer, self.input, self.output)
         self._exit_armed = False
-        self._draft = ""
-        """Text typed during the last turn and not sent: the next prompt starts with it."""
         self._next: list[str] = []
         """Steers that came too late for their run: sent as the next prompts."""
-        self.prompts_shown = 0
-        """How many times the main prompt was shown (hosts and tests wait on it)."""
-        self.prompt: PromptSession[str] = chat_prompt(
-            key_bindings=self._bindings(),
-            history_path=history_path,
+        self.prompt = self.make_prompt(
+            self._bindings(),
+            ctl.attachments,
             completer=SlashCompleter(ctl),
             toolbar=self._toolbar,
-            input=self.input,
-            output=self.output,
+            history_path=history_path,
         )
         self.prompt.default_buffer.on_text_changed += self._disarm
-        self.prompt.message = lambda: prompt_message(ctl.attachments)  # the attachments' chip above ›
 
     # --- prompt ---------------------------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
-        kb = prompt_bindings(self.renderer)
-        bind_paste(kb, self.ctl.attachments)
+        kb = self.prompt_keys(self.ctl.attachments)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -185,7 +181,7 @@ class ChatApp:
         """A long command (``/compact``) that Ctrl+C stops."""
         self.console.print(Text("compacting the session… (Ctrl+C aborts)", "dim"))
         task = asyncio.create_task(dispatch(self.ctl, self.ui, line))
-        with watch_turn_keys(self.input, lambda: _cancel(task), self._toggle_thinking):
+        with watch_turn_keys(self.input, lambda: _cancel(task), self.toggle_thinking):
             await asyncio.wait({task})
         if task.cancelled():
             self.ui.info("compaction aborted; the history is unchanged")
@@ -207,47 +203,37 @@ class ChatApp:
             actions.append(asyncio.create_task(self._act(typed, kind)))
 
         composer = TurnComposer(submit)
-        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools)
-
-        self.renderer.begin_turn()
-        self.renderer.composer = ""
+        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools, self.approvals)
         events = self.ctl.hub_session().events()  # before the run starts: nothing is missed
         watcher = asyncio.create_task(view.follow(events))
         task = asyncio.create_task(run.run())
-        ticker = asyncio.create_task(tick(self.renderer))
-        try:
-            with watch_turn_keys(
-                self.input,
-                lambda: view.interrupt(task),
-                self._toggle_thinking,
-                composer_keys(composer, self.renderer),
-            ):
+        async with self.run_view(composer, lambda: view.interrupt(task)):
+            try:
                 await asyncio.wait({task})
-        finally:
-            ticker.cancel()
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-            await asyncio.gather(ticker, *actions, return_exceptions=True)
-            # The run's events were published before its invoke stream ended: what the watcher
-            # has not shown yet is buffered, and is shown now, in order.
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
-            for event in events.drain():
-                view.show(event)
-            await events.aclose()
-            if view.lost:  # the stream closed under the watcher (too far behind): the record has it
-                await view.catch_up(self.ctl.hub_session())
-            if task.cancelled():
-                run.mark_interrupted()
-                if not view.settled:  # the run's settlement never reached the screen
-                    self.renderer.interrupted(self.ctl.tools.interrupt_running(self.ctl.clock()))
-            elif (error := task.exception()) is not None:
-                self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
-            elif not view.started and run.failure is not None:  # refused before it began (busy)
-                self.renderer.failed(run.failure)
-            self.renderer.end_turn()
-            self._draft = composer.take()
+            finally:
+                if not task.done():
+                    task.cancel()
+                    await asyncio.wait({task})
+                await asyncio.gather(*actions, return_exceptions=True)
+                await self.approvals.settle()
+                # The run's events were published before its invoke stream ended: what the watcher
+                # has not shown yet is buffered, and is shown now, in order.
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+                for event in events.drain():
+                    view.show(event)
+                await events.aclose()
+                if view.lost:  # the stream closed under the watcher (too far behind): the record has it
+                    await view.catch_up(self.ctl.hub_session())
+                self.approvals.forget()  # the run is over: nothing of it waits in this process
+                if task.cancelled():
+                    run.mark_interrupted()
+                    if not view.settled:  # the run's settlement never reached the screen
+                        self.renderer.interrupted(self.ctl.tools.interrupt_running(self.ctl.clock()))
+                elif (error := task.exception()) is not None:
+                    self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
+                elif not view.started and run.failure is not None:  # refused before it began (busy)
+                    self.renderer.failed(run.failure)
         await self.ctl.end_turn(run)
 
     async def _act(self, text: str, kind: ActionKind) -> None:
@@ -262,9 +248,6 @@ class ChatApp:
             self.renderer.note("↳ the answer finished first: sending it as the next prompt")
         elif sent.refused is not None:
             self.renderer.note(f"✗ {sent.refused}", "red")
-
-    def _toggle_thinking(self) -> None:
-        toggle_thinking(self.renderer)
 
 
 def _cancel(task: asyncio.Task[Any]) -> None:

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastagent_cli.chat.attachments import attach_command
 from fastagent_cli.chat.clipboard import copy_text
 from fastagent_cli.chat.controller import ChatController
+from fastagent_cli.chat.session_commands import SHARED, SharedCommand
 from fastagent_cli.chat.sessions_list import format_age
 from fastagent_cli.chat.skills import list_skills, skill_prompt
 from fastagent_cli.chat.tool_lines import ToolRecord
@@ -64,6 +64,15 @@ class CommandOutcome:
 Handler = Callable[[ChatController, "ChatUI", str], Awaitable[CommandOutcome | None]]
 
 
+def _shared(command: SharedCommand) -> Command:
+    """One of the commands chat shares with attach (:mod:`.session_commands`), on the chat's session."""
+
+    async def run(ctl: ChatController, ui: ChatUI, arg: str) -> None:
+        await command.run(ctl, ui, arg)
+
+    return Command(command.name, command.args, command.help, run)
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     name: str
@@ -108,35 +117,6 @@ async def _resume(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome |
     return None
 
 
-async def _model(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    spec = arg.strip()
-    if not spec:
-        specs = ctl.sessions.model_specs()
-        options = [(s, s + ("  (current)" if s == ctl.model else "")) for s in specs]
-        picked = await ui.choose(f"Model for this session (now {ctl.model}):", options)
-        if picked is None:
-            return
-        spec = picked
-    ui.info(await ctl.set_model(spec))
-
-
-async def _thinking(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    level = arg.strip()
-    if not level:
-        levels = ", ".join(ctl.levels)
-        ui.info(f"thinking {ctl.thinking} ({ctl.model} supports: {levels}); /thinking <level> sets it")
-        return
-    ui.info(await ctl.set_thinking(level))
-
-
-async def _thinking_display(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    value = arg.strip().lower()
-    if value not in ("", "on", "off"):
-        raise UsageError("usage: /thinking-display [on|off]")
-    ui.show_thinking = (not ui.show_thinking) if not value else value == "on"
-    ui.info(f"thinking is {'shown' if ui.show_thinking else 'hidden'} (Ctrl+T toggles)")
-
-
 async def _tools(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     tools = ctl.opened.tools()
     if not tools:
@@ -166,20 +146,12 @@ async def _session(ctl: ChatController, ui: ChatUI, arg: str) -> None:
     ui.rows("Session", rows)
 
 
-async def _compact(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    ui.info(await ctl.compact(arg.strip() or None))
-
-
 async def _copy(ctl: ChatController, ui: ChatUI, arg: str) -> CommandOutcome | None:
     if not ctl.last_answer:
         ui.info("nothing to copy yet (no answer in this chat)")
         return None
     ui.info("copied " + await copy_text(ctl.last_answer, ui.terminal_writer()))
     return None
-
-
-async def _attach(ctl: ChatController, ui: ChatUI, arg: str) -> None:
-    await attach_command(ctl.attachments, ui, arg)
 
 
 async def _expand(ctl: ChatController, ui: ChatUI, arg: str) -> None:
@@ -200,16 +172,17 @@ COMMANDS: dict[str, Command] = {
         Command("help", "", "commands and keys", _help),
         Command("new", "", "start a new session (model and thinking carry over)", _new),
         Command("resume", "[n|id]", "resume one of this agent's sessions", _resume),
-        Command("model", "[spec]", "change the model for this session", _model),
-        Command("thinking", "[level]", "set the thinking level for this session", _thinking),
-        Command("thinking-display", "[on|off]", "show or hide thinking", _thinking_display),
+        _shared(SHARED["model"]),
+        _shared(SHARED["thinking"]),
+        _shared(SHARED["thinking-display"]),
         Command("tools", "", "list the agent's tools", _tools),
         Command("skills", "", "list the agent's skills", _skills),
         Command("session", "", "session id, file and entry count", _session),
-        Command("compact", "[instructions]", "summarise older history to free the context", _compact),
+        _shared(SHARED["compact"]),
+        _shared(SHARED["navigate"]),
         Command("expand", "[n]", "show the output of the last (or #n) tool call", _expand),
         Command("copy", "", "copy the last answer to the clipboard", _copy),
-        Command("attach", "[path|clear]", "attach an image or a text file to the next message", _attach),
+        _shared(SHARED["attach"]),
         Command("exit", "", "leave the chat (also /quit, Ctrl+D)", _exit),
     )
 }

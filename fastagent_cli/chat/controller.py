@@ -24,11 +24,12 @@ from typing import Any
 
 from fastagent_cli.assembly import OpenedAgent, SessionSettings, SessionView
 from fastagent_cli.chat.attachments import PendingAttachments
+from fastagent_cli.chat.session_link import LocalLink
 from fastagent_cli.chat.status import StatusInfo, UsageTotals
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.turns import Driven, TurnRun, TurnSink
 from fastagent_cli.contract import Scope
-from fastagent_cli.control import Session
+from fastagent_cli.control import ActionResult, Session
 from fastagent_cli.errors import FastagentError, SessionError, UsageError
 from fastagent_cli.messages import ThinkingLevel, message_text
 
@@ -55,7 +56,9 @@ class ChatController:
         self, opened: OpenedAgent, session: str | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.opened = opened
-        self.agent = opened.agent
+        self.link = LocalLink(opened)
+        """Runs start and the session is reached through it, as attach does through its remote link."""
+        self.agent = self.link.agent
         self.sessions = opened.sessions
         self.clock = clock
         self.session = session or new_session_id()
@@ -160,7 +163,21 @@ class ChatController:
         else:
             self.settings = await self.sessions.pin_model(self.session, spec)
 
-    # --- settings -------------------------------------------------------------------------------
+    # --- settings (the shared commands' SessionOps) -----------------------------------------------
+
+    async def model_choices(self) -> Sequence[str]:
+        return self.sessions.model_specs()
+
+    async def thinking_help(self) -> str:
+        levels = ", ".join(self.levels)
+        return f"thinking {self.thinking} ({self.model} supports: {levels}); /thinking <level> sets it"
+
+    def control_session(self) -> Session:
+        return self.hub_session()
+
+    async def move_leaf(self, leaf: str) -> ActionResult:
+        """Through the session owner: chat writes its own session whatever ``session_control`` says."""
+        return await self.sessions.navigate(self.session, leaf)
 
     async def set_model(self, spec: str) -> str:
         self.sessions.plan(self.settings, model=spec)  # an unknown model writes nothing
@@ -180,7 +197,7 @@ class ChatController:
 
     def hub_session(self) -> Session:
         """The current session on the session hub (its live events, its run actions)."""
-        return self.opened.control.sessions.get(self.session)
+        return self.link.control.sessions.get(self.session)
 
     async def compact(self, instructions: str | None = None) -> str:
         """Compact the session and wait for it (cancelling aborts it); the line to show."""
@@ -221,7 +238,7 @@ class ChatController:
         else:
             tools = self.tools
         prompt = self.attachments.prompt(text)
-        return TurnRun(self.agent, Scope(self.session), prompt, sink, tools, self.clock)
+        return TurnRun(self.link.agent, Scope(self.session), prompt, sink, tools, self.clock)
 
     async def end_turn(self, run: TurnRun) -> None:
         if run.answer:

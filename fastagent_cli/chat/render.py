@@ -69,6 +69,8 @@ class ChatRenderer:
         """What the user types during the turn (``None``: no composer, e.g. not a terminal)."""
         self.pending: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         """The run's queued steering and follow-up prompts."""
+        self.question: list[Text] = []
+        """An approval being asked (:mod:`.approval_prompt`): shown in place of the composer."""
 
     # --- turn lifecycle -------------------------------------------------------------------------
 
@@ -263,7 +265,9 @@ class ChatRenderer:
                 parts.append(Text(f"  ↳ {label}: {one_line(text, width - 20)}", "dim"))
         elapsed = format_duration(now - self._started)
         parts.append(Text(f"{spin} {elapsed} · {self.keys_hint}", "dim"))
-        if self.composer is not None:
+        if self.question:
+            parts.extend(self.question)
+        elif self.composer is not None:
             if self.composer:
                 parts.append(Text.assemble(("› ", "bold #5fafff"), self.composer, ("▏", "dim")))
             else:

@@ -27,8 +27,8 @@ class Sent:
     refused: str | None = None
 
 
-async def send_to_run(session: Session, text: str, kind: ActionKind) -> Sent:
-    prompt = Prompt(text)
+async def send_to_run(session: Session, text: Prompt | str, kind: ActionKind) -> Sent:
+    prompt = text if isinstance(text, Prompt) else Prompt(text)
     result = await (session.follow_up(prompt) if kind == "follow_up" else session.steer(prompt))
     if result.ok or result.error is None:
         return Sent()

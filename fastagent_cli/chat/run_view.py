@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from fastagent_cli.chat.approval_prompt import ApprovalPrompt
 from fastagent_cli.chat.render import ChatRenderer
 from fastagent_cli.chat.tool_lines import ToolLog
 from fastagent_cli.chat.transcript import Transcript
@@ -30,8 +31,15 @@ class RunView:
     """One run on the chat's screen, from the session's events: the conversation through the
     transcript, the queue of steers and follow-ups on the status of the live region."""
 
-    def __init__(self, renderer: ChatRenderer, clock: Callable[[], float], tools: ToolLog) -> None:
+    def __init__(
+        self,
+        renderer: ChatRenderer,
+        clock: Callable[[], float],
+        tools: ToolLog,
+        approvals: ApprovalPrompt | None = None,
+    ) -> None:
         self.renderer = renderer
+        self.approvals = approvals
         self.transcript = Transcript(renderer, clock, tools=tools, aborted="⏹ interrupted")
         self.transcript.prompt_typed()  # the run opens with the prompt typed on the screen
         self.started = False
@@ -66,4 +74,6 @@ class RunView:
         elif kind == "run_settled":
             self.settled = True
             self.renderer.pending = ((), ())
+        if self.approvals is not None:
+            self.approvals.feed(event)
         self.transcript.feed(event)  # subscribed before the run: no start is missed, no read needed

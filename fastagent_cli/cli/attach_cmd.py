@@ -42,8 +42,9 @@ def attach(session: str, directory: str, url: str | None, token: str | None, his
 
     Shows the session's history, then its runs live. A typed line steers the running answer, or
     starts a run when none is active; Alt+Enter queues a follow-up while a run streams; /abort
-    stops the run; /commands lists the agent's skills. Ctrl+C detaches (a run this attach started
-    is cancelled).
+    stops the run; /commands lists the agent's skills; chat's /model, /thinking, /compact,
+    /navigate and /attach work too; y/n/a answers a tool call waiting for approval. Ctrl+C
+    detaches (a run this attach started is cancelled).
     """
     from fastagent_cli.chat.attach import Endpoint
     from fastagent_cli.chat.attach import attach as run_attach

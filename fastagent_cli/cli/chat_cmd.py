@@ -83,9 +83,10 @@ def chat(
     # Without a terminal, stdout carries the answers only: what a tool prints goes to stderr.
     out = None if interactive else claim_stdout()
     opened = open_agent(surface)
-    # No inline approval prompt in chat yet: a call that needs approval is denied (its tool line
-    # says so) rather than waiting for an answer nobody here can give.
-    opened.answer_approvals(lambda tool: "deny", "chat, which cannot ask yet")
+    if not interactive:
+        # The terminal chat asks (y/n/a under the run); without a terminal nobody can answer: a
+        # call that needs approval is denied (its tool line says so) rather than waiting forever.
+        opened.answer_approvals(lambda tool: "deny", "chat without a terminal")
     from fastagent_cli.logging_setup import drop_turn_failures
 
     drop_turn_failures()  # the chat shows each failed turn itself, once

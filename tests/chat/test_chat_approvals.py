@@ -1,5 +1,6 @@
-"""chat has no inline approval prompt yet: a call that needs approval is denied at once (the
-model reads why), so a chat never waits for an answer nobody in it can give."""
+"""chat without a terminal cannot ask: a call that needs approval is denied at once (the model
+reads why), so a piped chat never waits for an answer nobody in it can give. (The terminal chat
+asks inline: tests/chat/test_pty_approvals.py.)"""
 
 from __future__ import annotations
 
@@ -18,5 +19,5 @@ def test_a_gated_call_in_chat_is_denied_and_the_turn_goes_on(
     assert done.returncode == 0, done.stderr
     assert "finished" in done.stdout
     shown = run_cli("sessions", "show", "c1", str(agent)).stdout
-    assert "Denied: deploy was not approved (chat, which cannot ask yet)" in shown
-    assert "approval denied · deploy · by chat, which cannot ask yet (auto)" in shown
+    assert "Denied: deploy was not approved (chat without a terminal)" in shown
+    assert "approval denied · deploy · by chat without a terminal (auto)" in shown

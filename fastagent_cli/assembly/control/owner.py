@@ -28,9 +28,10 @@ from fastagent_cli.assembly.control.writes import (
     delete_session,
     fork_session,
     settings_entries,
+    update_session,
     write_settings,
 )
-from fastagent_cli.control import ActionResult
+from fastagent_cli.control import ActionResult, SessionUpdate
 from fastagent_cli.engine.agent import EngineAgent
 from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
 from fastagent_cli.errors import CredentialError, FastagentError, SessionError, UsageError
@@ -244,6 +245,11 @@ class SessionOwner:
         hub's ``fork``, whatever ``session_control`` says): a client continuing from an earlier
         point of a conversation that moved on."""
         return await fork_session(self._engine, source, at, into)
+
+    async def navigate(self, session: str, leaf: str) -> ActionResult:
+        """Move ``session``'s leaf to entry ``leaf`` (the hub's ``update(leafEntryId)``, whatever
+        ``session_control`` says): chat's ``/navigate``; the next message branches from it."""
+        return await update_session(self._engine, session, SessionUpdate(leaf_entry_id=leaf))
 
     async def compact(self, session: str, instructions: str | None = None) -> ActionResult:
         """Start compacting ``session``: accepted fast, the outcome arrives on the session's events

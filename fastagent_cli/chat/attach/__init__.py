@@ -4,7 +4,10 @@
   once each;
 * :mod:`.follow`: rounds of subscribe, resync from ``entries(since=)``, follow;
 * :mod:`.link`: the endpoint, ``control.json`` re-read after a restart, the reconnect budgets;
-* :mod:`.app`: the prompt and the run view, what a typed line does.
+* :mod:`.ops`: chat's shared commands (:mod:`fastagent_cli.chat.session_commands`) over ``/control``;
+* :mod:`.actions`: what a typed line does;
+* :mod:`.app`: the loop switching between the prompt and the run view, on chat's
+  :class:`~fastagent_cli.chat.screen.SessionScreen`.
 """
 
 from __future__ import annotations

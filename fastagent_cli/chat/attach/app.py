@@ -20,49 +20,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import getpass
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Literal
 
-from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output import Output
 from rich.console import Console
 from rich.text import Text
 
+from fastagent_cli.chat.attach.actions import KEYS, AttachActions
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
-from fastagent_cli.chat.composer import ActionKind, TurnComposer
-from fastagent_cli.chat.prompt_setup import chat_prompt, composer_keys, prompt_bindings, tick, toggle_thinking
-from fastagent_cli.chat.render import ChatRenderer
-from fastagent_cli.chat.run_actions import abort_run, send_to_run
+from fastagent_cli.chat.attach.ops import RemoteOps
+from fastagent_cli.chat.composer import TurnComposer
+from fastagent_cli.chat.screen import SessionScreen
+from fastagent_cli.chat.session_commands import SHARED
 from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens, status_fragments
+from fastagent_cli.chat.terminal_ui import TerminalUI
 from fastagent_cli.chat.transcript import Transcript
-from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.contract import Failed, Prompt, Scope
 from fastagent_cli.control import SessionState
-from fastagent_cli.errors import ControlRequestError, one_line
-from fastagent_cli.remote import REQUEST_FAILED
 
 __all__ = ["AttachApp"]
 
-SLASH_WORDS = ["/abort", "/commands", "/help", "/detach"]
-KEYS = (
-    "Enter sends (a new run; while a run streams, steers it) · Alt+Enter newline, or queues a "
-    "follow-up while a run streams · /abort · /commands · Ctrl+C detaches"
-)
-RESERVED = "a leading / is reserved: /abort stops the run, /commands lists skills, //text sends /text"
+SLASH_WORDS = ["/abort", "/commands", "/help", "/detach", *(f"/{name}" for name in SHARED)]
 
 
 class _Suspend(Exception):
     """Takes the prompt down (a run started, something prints, a detach)."""
 
 
-class AttachApp:
+class AttachApp(SessionScreen):
     def __init__(
         self,
         link: Link,
@@ -76,21 +68,25 @@ class AttachApp:
         show_thinking: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.link = link
-        self.session = session
-        self.console = console or Console(highlight=False)
-        self.input = input or create_input()
-        self.output = output or create_output()
-        self.renderer = ChatRenderer(
-            self.console,
+        super().__init__(
+            link,
+            lambda: session,
+            by=f"attach {_user()}",
+            console=console,
+            input=input,
+            output=output,
             show_thinking=show_thinking,
             clock=clock,
             keys_hint="Ctrl+C detaches · /abort stops the run",
         )
+        self.link: Link = link
+        self.session = session
         self.transcript = Transcript(self.renderer, clock, history=history)
-        self.follower = Follower(link, session, self.transcript, self, clock=clock)
-        self.prompts_shown = 0
-        """How many times the prompt was shown (tests wait on it)."""
+        self.ops = RemoteOps(session, lambda: link.control, lambda: self._state)
+        self.actions = AttachActions(
+            self, TerminalUI(self.console, self.renderer, self.input, self.output), self.renderer.note
+        )
+        self.follower = Follower(link, session, self.transcript, self, self.approvals, clock=clock)
         self._state: SessionState | None = None
         self._connection: str | None = None
         self._wake = asyncio.Event()
@@ -101,23 +97,19 @@ class AttachApp:
         self._prompt_down = asyncio.Event()
         self._detach = asyncio.Event()
         self._fatal: str | None = None
-        self._draft = ""
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._own_runs: set[asyncio.Task[None]] = set()
-        self.prompt: PromptSession[str] = chat_prompt(
-            key_bindings=self._bindings(),
-            history_path=history_path,
+        self.prompt = self.make_prompt(
+            self._bindings(),
+            self.ops.attachments,
             completer=WordCompleter(SLASH_WORDS, sentence=True, pattern=None),
             toolbar=self._toolbar,
-            input=self.input,
-            output=self.output,
+            history_path=history_path,
             erase_when_done=True,
         )
 
     # --- keys and the status line ---------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
-        kb = prompt_bindings(self.renderer)
+        kb = self.prompt_keys(self.ops.attachments)
 
         @kb.add("c-c")
         def _ctrl_c(event: KeyPressEvent) -> None:
@@ -234,11 +226,12 @@ class AttachApp:
             self._request_detach()
 
     async def _close(self, follower: asyncio.Task[None]) -> None:
-        cancelled = [task for task in self._own_runs if not task.done()]
-        pending = {*cancelled, follower, *self._tasks}
+        cancelled = [task for task in self.actions.own_runs if not task.done()]
+        pending = {*cancelled, follower, *self.actions.tasks}
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=5)
+        await self.approvals.settle()
         await self.link.aclose()
         if self._fatal is None:
             cut = "; the run it started was cancelled" if cancelled else ""
@@ -286,7 +279,7 @@ class AttachApp:
         except (EOFError, KeyboardInterrupt):
             self._request_detach()
             return
-        self._line(text, "line")
+        self.actions.line(text, "line")
 
     async def _let_print(self) -> None:
         """The prompt is down: let whoever asked print, until nobody needs to."""
@@ -299,141 +292,33 @@ class AttachApp:
             self._prompt_down.clear()
 
     async def _show_run(self) -> None:
-        composer = TurnComposer(lambda text, kind: self._line(text, kind))
-        composer.text = self._draft
-        self._draft = ""
-
-        self.renderer.begin_turn()
-        self.renderer.composer = composer.text
-        ticker = asyncio.create_task(tick(self.renderer))
-        self._run_shown.set()
-        try:
-            with watch_turn_keys(
-                self.input,
-                self._request_detach,
-                self._toggle_thinking,
-                composer_keys(composer, self.renderer),
-            ):
+        async with self.run_view(TurnComposer(self.actions.line), self._request_detach):
+            self._run_shown.set()
+            try:
                 while True:
                     self._wake.clear()
                     if not self._want_run or self._detach.is_set():
                         break
                     await self._wake.wait()
-        finally:
-            ticker.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
-            self._run_shown.clear()
-            self.renderer.end_turn()
-            self._draft = composer.take()
+            finally:
+                self._run_shown.clear()
+
+    @property
+    def run_shown(self) -> bool:
+        """A run is on the screen (a line typed now steers it)."""
+        return self._want_run
+
+    def request_detach(self) -> None:
+        self._request_detach()
 
     def _request_detach(self) -> None:
         self._detach.set()
         self._wake.set()
 
-    def _toggle_thinking(self) -> None:
-        toggle_thinking(self.renderer)
 
-    # --- what the user sends --------------------------------------------------------------------
-
-    def _line(self, text: str, kind: ActionKind | Literal["line"]) -> None:
-        stripped = text.strip()
-        if not stripped:
-            return
-        if stripped.startswith("/") and not stripped.startswith("//"):
-            word, _, _ = stripped[1:].partition(" ")
-            word = word.split("\n", 1)[0]
-            if word == "abort":
-                self._spawn(self._abort())
-            elif word == "commands":
-                self._spawn(self._commands(None))
-            elif word in ("help", "?"):
-                self._spawn(self._say(KEYS))
-            elif word in ("detach", "exit", "quit"):
-                self._request_detach()
-            else:
-                self._spawn(self._commands(word))
-            return
-        if stripped.startswith("//"):
-            text = text.strip()[1:]
-        self._spawn(self._send(text.strip(), kind))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _say(self, text: str, style: str = "cyan") -> None:
-        async with self.printing():
-            self.renderer.note(text, style)
-
-    async def _send(self, text: str, kind: ActionKind | Literal["line"]) -> None:
-        control = self.link.control
-        if control is None:
-            await self._say(f"✗ not connected (reconnecting): not sent: {one_line(text, 60)}", "red")
-            return
-        session = control.sessions.get(self.session)
-        if kind == "line" and not self._want_run:
-            self._start_run(text)
-            return
-        sent = await send_to_run(session, text, "follow_up" if kind == "follow_up" else "steer")
-        if sent.late:
-            self._start_run(text)  # the run ended first: the text starts the next one
-        elif sent.refused is not None:
-            await self._say(f"✗ {sent.refused}", "red")
-
-    def _start_run(self, text: str) -> None:
-        task = asyncio.create_task(self._drive(text))
-        self._own_runs.add(task)
-        task.add_done_callback(self._own_runs.discard)
-
-    async def _drive(self, text: str) -> None:
-        """Start a run with ``text`` and hold its invoke stream (the run's driver) to its end; the
-        run itself is shown from the session's events."""
-        agent = self.link.agent
-        if agent is None:
-            await self._say("✗ not connected (reconnecting)", "red")
-            return
-        failure: Failed | None = None
-        async for event in agent.invoke(Scope(self.session), Prompt(text)):
-            if isinstance(event, Failed):
-                failure = event
-        if failure is None:
-            return
-        if failure.code == "session_busy":  # a run started meanwhile: join it
-            control = self.link.control
-            if control is not None:
-                result = await control.sessions.get(self.session).steer(Prompt(text))
-                if result.ok or result.error is None:
-                    return
-                await self._say(f"✗ the session is busy and took nothing: {result.error.message}", "red")
-            return
-        if failure.code == REQUEST_FAILED:  # the run's own failures arrive as its events
-            await self._say(f"✗ {failure.details}", "red")
-
-    async def _abort(self) -> None:
-        control = self.link.control
-        if control is None:
-            await self._say("✗ not connected (reconnecting)", "red")
-            return
-        await self._say(*await abort_run(control.sessions.get(self.session)))
-
-    async def _commands(self, asked: str | None) -> None:
-        """``/commands`` (``asked`` is None) or any other reserved ``/word``."""
-        control = self.link.control
-        try:
-            commands = list(await control.commands()) if control is not None else []
-        except ControlRequestError as exc:
-            await self._say(f"✗ the command list is unavailable: {exc.message}", "red")
-            return
-        async with self.printing():
-            if asked is None:
-                if not commands:
-                    self.renderer.note("this agent defines no skills")
-                for command in commands:
-                    about = f" — {command.description}" if command.description else ""
-                    self.renderer.note(f"/{command.name}{about}  ({command.source})")
-                return
-            hit = next((c for c in commands if c.name == asked), None)
-            if hit is not None:
-                self.renderer.note(f"{hit.name} is a {hit.source}: name it in a message, without the /")
-            self.renderer.note(RESERVED, "yellow")
+def _user() -> str:
+    """Who answers an approval from this terminal (the audit's ``attach <user>``)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "(unknown user)"

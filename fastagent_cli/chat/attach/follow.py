@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from fastagent_cli.chat.approval_prompt import ApprovalPrompt
 from fastagent_cli.chat.attach.link import RETRY_PAUSE_S, Link, decide
 from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.control import Session, SessionEvent, SessionEventsClosed, SessionState, pending_labels
@@ -67,6 +68,7 @@ class Follower:
         session: str,
         transcript: Transcript,
         screen: Screen,
+        approvals: ApprovalPrompt | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -74,6 +76,7 @@ class Follower:
         self.session = session
         self.transcript = transcript
         self.screen = screen
+        self.approvals = approvals
         self.clock = clock
         self.runs_started = 0
         """How many runs this attach saw start (the data plane's failures are shown only for a
@@ -190,7 +193,9 @@ class Follower:
             self.state = state
             self.screen.show_state(state)
             self.screen.show_pending(*state.pending.labels())
-            if state.status == "running":
+            if self.approvals is not None:
+                self.approvals.sync(state.approvals)
+            if state.status == "running" or state.approvals:  # a restarted serve's requests wait too
                 await self.screen.enter_run()
             else:
                 self.transcript.run_gone()
@@ -217,6 +222,8 @@ class Follower:
             self.screen.show_change(dict(data))
             return
         async with self.screen.printing():
+            if self.approvals is not None:
+                self.approvals.feed(event)
             resync = self.transcript.feed(event)
         if resync:
             read = await session.entries(since=self.transcript.cursor)
@@ -224,6 +231,9 @@ class Follower:
                 self.transcript.show_entries(read)
         if kind == "run_settled":
             self.screen.show_pending((), ())
-            await self.screen.leave_run()
             self.state = await session.state()
             self.screen.show_state(self.state)
+            if self.approvals is not None:
+                self.approvals.sync(self.state.approvals)
+            if not self.state.approvals:  # a run the serve stopped leaves its requests waiting
+                await self.screen.leave_run()

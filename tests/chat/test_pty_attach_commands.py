@@ -1,0 +1,87 @@
+"""The commands ``attach`` shares with chat, in the real ``fastagent attach`` against the real
+``fastagent start``: ``/thinking`` and ``/model`` write the session's settings over ``/control``,
+``/navigate`` moves its leaf back so the next message branches, ``/attach`` sends an image and a
+text file with the next message (here a steer of the running answer, as ``prompt.images``)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from tests.chat.harness import session_lines
+from tests.chat.pty_run import PtyProcess
+from tests.cli.test_attach import COLS, ROWS, Serve, control_state, served  # noqa: F401
+from tests.conftest import cli_command, record_files
+
+pytestmark = pytest.mark.slow
+
+
+def _entries(serve: Serve, session: str) -> list[dict[str, Any]]:
+    doc = json.loads(serve.control.read_text())
+    request = urllib.request.Request(
+        f"{doc['url']}/control/sessions/{session}/entries",
+        headers={"Authorization": f"Bearer {doc['token']}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        entries: list[dict[str, Any]] = json.loads(answer.read())["entries"]
+    return entries
+
+
+def test_attach_sets_thinking_and_model_navigates_and_attaches(served: Serve, tmp_path: Path) -> None:  # noqa: F811
+    photo, notes = tmp_path / "photo.png", tmp_path / "notes.md"
+    Image.new("RGB", (40, 30), "red").save(photo)
+    notes.write_text("remember the milk\n")
+    term = PtyProcess([*cli_command(), "attach", "s1", str(served.agent)], cwd=tmp_path, rows=ROWS, cols=COLS)
+    try:
+        term.read_until("attached via")
+        mark = len(term.text)
+        term.send("/thinking high\r")  # nothing to write to yet: one clear line
+        term.read_until('✗ session "s1" does not exist: sessions are created by invoke', start=mark)
+        for text in ("first", "second"):
+            term.send(f"{text}\r")
+            term.read_until(f"You said: {text}. Round 0.", start=mark)
+        mark = len(term.text)
+        term.send("/navigate 1\r")  # back to before the newest prompt
+        term.read_until("moved session s1 back to before 'second'", start=mark)
+        term.send("third\r")
+        term.read_until("You said: third. Round 0.", start=mark)
+        term.send("/thinking off\r")
+        term.read_until("thinking off for session s1", start=mark)
+        term.send("/model nowhere/nothing\r")
+        term.read_until('✗ unknown model "nowhere/nothing"', start=mark)
+
+        mark = len(term.text)
+        term.send("slow please\r")
+        term.read_until("nap seconds=6", start=mark)
+        term.send(f"/attach {photo} {notes}\r")
+        term.read_until("attached notes.md (text, 18 bytes)", start=mark)
+        term.send("look at this\r")  # a steer of the running answer, with what is attached
+        term.read_until("You said: look at this", start=mark)
+        term.send("/help\r")
+        term.read_until("/navigate [n|id]", start=mark)
+        term.send("\x03")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    state = control_state(served, "s1")
+    assert state["thinkingLevel"] == "off"
+    entries = {e["id"]: e for e in _entries(served, "s1")}
+    users = {e["data"]["text"]: e for e in entries.values() if e["kind"] == "user"}
+    # third branches where second did: second is off the session's path
+    assert users["third"]["parentId"] == users["second"]["parentId"]
+    assert state["leafEntryId"] not in (users["second"]["id"], None)
+    (path,) = record_files(served.agent / ".fastagent" / "sessions")
+    steer = next(
+        e["message"]
+        for e in session_lines(path)
+        if e["type"] == "message"
+        and e["message"]["role"] == "user"
+        and e["message"]["content"][0].get("text", "").startswith("look at this")
+    )
+    assert steer["content"][0]["text"] == 'look at this\n\n<file name="notes.md">\nremember the milk\n</file>'
+    assert [(b["type"], b["mimeType"]) for b in steer["content"][1:]] == [("image", "image/png")]
