@@ -325,6 +325,9 @@ class _Run:
         self.messages = setup.record.context().messages
         if self.unstored is not None:  # the prompt waiting for its answer comes after the summary
             self.messages.append(self.unstored[1])
+        # The answers it kept no longer measure the context: until the next report, the rate the
+        # server counted at does (as a new run would learn it from the record).
+        self.server_ratio = recorded_server_ratio(setup.record, self.request(False)) or self.server_ratio
         after = self.context_size()
         self.emit(
             run.event("compaction_finished", summary=result.summary, tokensBefore=before, tokensAfter=after)

@@ -282,3 +282,43 @@ async def test_a_rambling_first_answer_leaves_room_for_the_second_turn(
     second = await invoke(run_cli, "and in one line?", str(agent), "--session", "r")
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == " ".join(["words"] * 100)
+
+
+@pytest.mark.timeout(240)
+async def test_the_request_after_a_compaction_inside_a_run_is_measured_at_the_servers_rate(
+    make_agent: AgentFactory, fake: FakeOpenAI
+) -> None:
+    """A prompt that would pass the threshold compacts the context before it, inside the run that
+    then sends it. The server counts the system prompt and the tool schemas at well under the
+    estimate (a real llama.cpp server counted a fresh agent's 1 957 estimated tokens as 742); the
+    answers the compaction kept no longer measure the context, so the request after it must be
+    measured at the rate the server counted before, as a new run would: measured by the bare
+    estimate it was refused as leaving no room for an answer (chat against a real 4 096-token
+    llama.cpp server: 'about 3,204 tokens of 4,096 are used', where the server counted 2 000)."""
+    model = SmallWindowModel(WINDOW, script=lambda prompt: 200, summary_tokens=300, fixed_chars_per_token=9)
+    model.attach(fake)
+    opened = open_agent_dir(heavy_agent(make_agent, fake.base_url))
+    compactions: list[SessionEvent] = []
+    events = opened.control.sessions.get("rate").events()
+
+    async def watch() -> None:
+        async for event in events:
+            if event.type == "compaction_started":
+                compactions.append(event)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        for turn in range(1, 13):
+            terminal = (await drain(opened.agent.invoke("rate", f"{turn}. {QUESTION * 5}")))[-1]
+            assert isinstance(terminal, Completed), f"turn {turn}: {terminal}"
+    finally:
+        watcher.cancel()
+        await opened.aclose()
+    assert compactions  # (the prompts passed the threshold: the runs compacted before them)
+    assert not [s for s in model.seen if s[2]]
+    summary = WINDOW // 8  # what a summary request asks for
+    asked = [wanted for _, wanted, _ in model.seen]
+    assert len([a for a in asked if a != summary]) == 12  # one request a turn, no retries
+    after = [asked[i + 1] for i in range(len(asked) - 1) if asked[i] == summary != asked[i + 1]]
+    assert len(after) == len(compactions)
+    assert all(a == WINDOW // 4 for a in after)  # the answer after a compaction takes its full share
