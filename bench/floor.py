@@ -75,7 +75,7 @@ class ModelLink:
 
 def _dechunk(data: bytes) -> tuple[bytes, bytes, bool]:
     """(the complete chunks' payload, the bytes left for later, whether the last chunk came)."""
-    out = []
+    out: list[bytes] = []
     at = 0
     while True:
         eol = data.find(b"\r\n", at)
