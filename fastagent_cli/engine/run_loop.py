@@ -52,6 +52,7 @@ from fastagent_cli.messages import AssistantMessage, Message, ToolCall, UserMess
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
 from fastagent_cli.models.context_budget import estimate_tokens, fit_request, learn_server_ratio
 from fastagent_cli.models.structured import output_instruction
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import entry_message
 
@@ -110,7 +111,13 @@ class _Run:
         """Whether a request with ``message`` and no history would fit the window."""
         request = self.request(False, [message])
         return fit_request(
-            request.model, request.system, request.messages, request.tools, None, request.server_ratio
+            request.model,
+            request.system,
+            request.messages,
+            request.tools,
+            None,
+            request.server_ratio,
+            conversation_counts(request.memo),
         ).fits
 
     def store_prompt(self) -> None:
@@ -199,7 +206,8 @@ class _Run:
     def learn(self, request: ModelRequest, assistant: AssistantMessage) -> None:
         """What the server counted for this request against the estimate: it measures the context
         after a compaction in this run (a later run learns it again from the record)."""
-        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant)
+        counts = conversation_counts(request.memo)
+        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant, counts)
         if ratio is not None:
             self.server_ratio = ratio
 
@@ -269,7 +277,8 @@ class _Run:
     def context_size(self, messages: Sequence[Message] | None = None) -> int:
         """The context's estimated size, as the next request would measure it."""
         request = self.request(False, messages)
-        return request_tokens(request.messages, request.system, request.tools, request.server_ratio)
+        counts = conversation_counts(request.memo)
+        return request_tokens(request.messages, request.system, request.tools, request.server_ratio, counts)
 
     def over_threshold(self, incoming: int = 0) -> bool:
         window = self.setup.request.model.context_window

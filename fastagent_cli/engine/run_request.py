@@ -25,6 +25,7 @@ from fastagent_cli.messages import (
     now_ms,
 )
 from fastagent_cli.models.context_budget import fit_request, overflow_message
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 
 __all__ = ["build_request", "fit", "notice_content", "tool_calls", "user_message"]
@@ -58,6 +59,7 @@ def fit(request: ModelRequest) -> ModelRequest:
         request.tools,
         request.max_tokens,
         request.server_ratio,
+        conversation_counts(request.memo),
     )
     if not fitted.fits:
         raise TurnFailure(overflow_message(request.model, fitted), overflow=True)
