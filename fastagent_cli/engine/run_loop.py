@@ -44,13 +44,20 @@ from fastagent_cli.engine.compaction import OVERFLOW_RECOVERY_FAILED
 from fastagent_cli.engine.images import fit_prompt
 from fastagent_cli.engine.output import OutputState
 from fastagent_cli.engine.run_compaction import compact_in_run
-from fastagent_cli.engine.run_request import build_request, fit, notice_content, tool_calls, user_message
+from fastagent_cli.engine.run_request import (
+    build_request,
+    fit,
+    fit_of,
+    notice_content,
+    tool_calls,
+    user_message,
+)
 from fastagent_cli.engine.server_ratio import recorded_server_ratio
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
 from fastagent_cli.messages import AssistantMessage, Message, ToolCall, UserMessage, empty_usage
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
-from fastagent_cli.models.context_budget import estimate_tokens, fit_request, learn_server_ratio
+from fastagent_cli.models.context_budget import estimate_tokens, learn_server_ratio
 from fastagent_cli.models.structured import output_instruction
 from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
@@ -109,16 +116,7 @@ class _Run:
 
     def could_fit(self, message: UserMessage) -> bool:
         """Whether a request with ``message`` and no history would fit the window."""
-        request = self.request(False, [message])
-        return fit_request(
-            request.model,
-            request.system,
-            request.messages,
-            request.tools,
-            None,
-            request.server_ratio,
-            conversation_counts(request.memo),
-        ).fits
+        return fit_of(self.request(False, [message]), None, kept=False).fits
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""

@@ -24,11 +24,11 @@ from fastagent_cli.messages import (
     UserMessage,
     now_ms,
 )
-from fastagent_cli.models.context_budget import fit_request, overflow_message
+from fastagent_cli.models.context_budget import ContextFit, fit_request, overflow_message
 from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 
-__all__ = ["build_request", "fit", "notice_content", "tool_calls", "user_message"]
+__all__ = ["build_request", "fit", "fit_of", "notice_content", "tool_calls", "user_message"]
 
 
 def user_message(prompt: Prompt) -> UserMessage:
@@ -48,19 +48,20 @@ def tool_calls(message: AssistantMessage) -> list[ToolCall]:
     return [b for b in message["content"] if b.get("type") == "toolCall"]  # type: ignore[misc]
 
 
+def fit_of(request: ModelRequest, wanted: int | None, kept: bool = True) -> ContextFit:
+    """How ``request`` fits its model's window, asking for ``wanted`` output; ``kept``: measured
+    with the conversation's kept token counts (not for a one-off list of messages)."""
+    counts = conversation_counts(request.memo) if kept else None
+    return fit_request(
+        request.model, request.system, request.messages, request.tools, wanted, request.server_ratio, counts
+    )
+
+
 def fit(request: ModelRequest) -> ModelRequest:
     """Cap the request's output at what the context window leaves (by default at most a share of
     the window, so the next turn has room too); an overflow (TurnFailure) when that is not enough
     for an answer: sending it would only fail, or fail silently."""
-    fitted = fit_request(
-        request.model,
-        request.system,
-        request.messages,
-        request.tools,
-        request.max_tokens,
-        request.server_ratio,
-        conversation_counts(request.memo),
-    )
+    fitted = fit_of(request, request.max_tokens)
     if not fitted.fits:
         raise TurnFailure(overflow_message(request.model, fitted), overflow=True)
     request.output_limit = fitted.max_output
