@@ -26,8 +26,8 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 from fastagent_cli.contract import (
     ABORTED_CODE,
@@ -40,35 +40,35 @@ from fastagent_cli.contract import (
     as_prompt,
     as_scope,
 )
-from fastagent_cli.control import SESSION_BUSY, ActionResult, InputItem, SessionEvent, accepted, rejected
-from fastagent_cli.engine.activation import ActivationState
+from fastagent_cli.control import ActionResult, InputItem, SessionEvent
 from fastagent_cli.engine.approvals import ApprovalDesk
+from fastagent_cli.engine.binding import (
+    DEFAULT_TOOL_TIMEOUT_S,
+    BoundModel,
+    EngineConfig,
+    bind_model,
+    bind_turn,
+    settings_of,
+)
 from fastagent_cli.engine.boundary import start_compaction
-from fastagent_cli.engine.budget import SpendLimits, UsageMeter
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.hub import EventHub
-from fastagent_cli.engine.ports import ModelPort, SystemPrompt, ToolSource
 from fastagent_cli.engine.projection import project
+from fastagent_cli.engine.resume import Resumer
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
-from fastagent_cli.engine.settings import SessionSettings, resolve_session_settings
+from fastagent_cli.engine.settings import SessionSettings
 from fastagent_cli.engine.traces import traced_turn
-from fastagent_cli.engine.turn import Emit, TurnFailure, TurnSetup
-from fastagent_cli.errors import CredentialError, FastagentError, SessionBusyError
+from fastagent_cli.engine.turn import Emit, TurnFailure
+from fastagent_cli.errors import SessionBusyError
 from fastagent_cli.logging_setup import TURN_FAILURE, bind_log_context
-from fastagent_cli.messages import ThinkingLevel, ToolCall, now_ms
-from fastagent_cli.models.credentials import missing_hint
 from fastagent_cli.models.structured import OutputFormat, check_schema, output_format
-from fastagent_cli.models.thinking import DEFAULT_THINKING_LEVEL
-from fastagent_cli.models.types import ModelClient, ModelInfo, ModelRequest, ToolSpec
-from fastagent_cli.sessions.inherit import Inheritance
+from fastagent_cli.models.types import ToolSpec
 from fastagent_cli.sessions.record import SessionRecord
 from fastagent_cli.sessions.store import SessionStore
-from fastagent_cli.state.usage import UsageLedger
-from fastagent_cli.tools.approval import ApprovalPolicy
-from fastagent_cli.tools.base import RunScope, Tool
+from fastagent_cli.tools.base import RunScope
 
 __all__ = [
     "ABORTED_DETAILS",
@@ -89,41 +89,6 @@ RESTARTING_DETAILS = "the dev server reloaded its code before the answer finishe
 _CANCEL_GRACE_S = 5.0
 INVALID_SCHEMA_CODE = "invalid_schema"
 """``failed.code`` of a structured run whose schema is not a usable JSON Schema."""
-DEFAULT_TOOL_TIMEOUT_S = 600.0
-
-
-@dataclass(slots=True)
-class EngineConfig:
-    """The ports and limits a run works with, fixed at assembly; prompt and tools are asked per run."""
-
-    models: ModelPort
-    sessions: SessionStore
-    system_prompt: SystemPrompt
-    tools: ToolSource
-    cwd: str = "."
-    thinking_level: ThinkingLevel = DEFAULT_THINKING_LEVEL
-    max_tool_rounds: int = 50
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT_S
-    """Seconds a tool call may run unless the tool sets its own ``timeout``; ``None``: no limit."""
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    hub: EventHub | None = None
-    """Where session events go (a fresh hub when not given: watchers subscribe to ``agent.hub``)."""
-    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    """Which tool calls wait for a person (the tools' own flags count too)."""
-    usage: UsageLedger | None = None
-    """Where each answer's usage is recorded (none: not recorded, only the session record has it)."""
-    limits: SpendLimits = field(default_factory=SpendLimits)
-
-
-@dataclass(frozen=True, slots=True)
-class BoundModel:
-    """The model a session runs with right now, its key and its client."""
-
-    model: ModelInfo
-    thinking: ThinkingLevel
-    api_key: str | None
-    client: ModelClient
 
 
 @dataclass(slots=True)
@@ -166,8 +131,8 @@ class EngineAgent:
         self.approvals = ApprovalDesk(config.approvals)
         """Tool calls waiting for a person; ``await agent.approvals.answer(...)`` releases one."""
         self.approvals.read = config.sessions.read
-        self.approvals.resume = self._resume
-        self._resumed: set[asyncio.Task[None]] = set()
+        self._resumer = Resumer(self.runs, lambda session: self.run_inputs(session, [], resume=True))
+        self.approvals.resume = self._resumer
         self.overhead: tuple[str, tuple[ToolSpec, ...]] = ("", ())
         """The system prompt and tool definitions the last run was bound with: what a context
         meter adds to the messages (one measure with the requests' fit to the window)."""
@@ -261,7 +226,8 @@ class EngineAgent:
                 preview = " ".join(" ".join(i.text for i in inputs).split())[:200]
                 log.debug("[agent] ▶ turn session=%s ← %s", session, preview)
             output = _output_format(inputs)  # a schema it cannot use: refused before anything is written
-            setup = await self._bind(scope, run, resume)
+            setup = await bind_turn(self.config, self.approvals, scope, run, resume)
+            self.overhead = (setup.request.system, tuple(t.spec for t in setup.tools.values()))
             setup.scope = tools_scope
             setup.output = output
             secrets.append(setup.request.api_key)
@@ -298,122 +264,15 @@ class EngineAgent:
 
     # --- binding a run ------------------------------------------------------------------------
 
-    async def _bind(self, scope: Scope, run: Run, resume: bool = False) -> TurnSetup:
-        offered = await self.config.tools()  # first: a source may mount tools the prompt lists
-        tools: dict[str, Tool] = {}
-        for tool in offered:
-            tools.setdefault(tool.name, tool)
-        inherit = Inheritance(scope.parent_session, scope.branch_hints) if scope.parent_session else None
-        store = self.config.sessions
-        existing = await store.open_if_exists(scope.session)
-        if existing is None and inherit is None:
-            # A new session: a turn refused for configuration (no key, unknown script) writes nothing.
-            bound = await self.bind_model(None)
-            record = await store.open_or_create(scope.session)
-        else:
-            record = existing or await store.open_or_create(scope.session, inherit)
-            bound = await self.bind_model(record)
-        resumed = self._open_calls(record, run, resume)
-        context = record.context()
-        request = ModelRequest(
-            model=bound.model,
-            system=self.config.system_prompt(),
-            messages=context.messages,
-            thinking=bound.thinking,
-            api_key=bound.api_key,
-            session_id=scope.session,
-            memo=record.memo,
-        )
-        self.overhead = (request.system, tuple(t.spec for t in tools.values()))
-        return TurnSetup(
-            request=request,
-            client=bound.client,
-            tools=tools,
-            activation=ActivationState(list(tools.values()), record, context.activated_tools),
-            record=record,
-            run=run,
-            cwd=self.config.cwd,
-            max_tool_rounds=self.config.max_tool_rounds,
-            retry=self.config.retry,
-            compaction=self.config.compaction.for_window(bound.model.context_window),
-            tool_timeout=self.config.tool_timeout,
-            approvals=self.approvals,
-            resume=resumed,
-            meter=self._meter(scope.session),
-        )
-
-    def _open_calls(self, record: SessionRecord, run: Run, resume: bool) -> list[ToolCall]:
-        """The leaf's tool calls still waiting for an approval (a restarted server's): what a
-        resumed run finishes; a run for new input withdraws them first."""
-        if not resume:
-            self.approvals.withdraw(record, run, run.publish)
-            return []
-        open_ids = {call_id for call_id, _ in record.dangling_tool_calls()}
-        messages = record.context().messages
-        last = messages[-1] if messages else None
-        while messages and last is not None and last.get("role") == "toolResult":
-            messages = messages[:-1]
-            last = messages[-1] if messages else None
-        calls: list[ToolCall] = []
-        if last is not None and last.get("role") == "assistant":
-            for block in cast(list[dict[str, Any]], last.get("content", [])):
-                if block.get("type") == "toolCall" and str(block.get("id")) in open_ids:
-                    calls.append(cast(ToolCall, block))
-        if not calls:
-            raise FastagentError("this session has no tool call waiting for an approval")
-        return calls
-
-    async def _resume(self, session: str) -> ActionResult:
-        """Start a run that re-enters ``session``'s turn at its open tool calls; it belongs to
-        the server (follow it on the session's events)."""
-        if self.runs.status(session) != "idle":
-            return rejected(SESSION_BUSY, "another run holds this session; answer again once it settles")
-
-        async def drive() -> None:
-            async for event in self.run_inputs(session, [], resume=True):
-                if isinstance(event, Failed):
-                    log.warning(
-                        "[approval] the resumed turn of session %s failed: %s", session, event.details
-                    )
-
-        task = asyncio.create_task(drive())
-        self._resumed.add(task)
-        task.add_done_callback(self._resumed.discard)
-        await asyncio.sleep(0)  # the drive takes the lease and registers the run
-        run = self.runs.active(session)
-        return accepted(run.run_id if run is not None else None)
-
-    def _meter(self, session: str) -> UsageMeter | None:
-        if self.config.usage is None and not self.config.limits.any:
-            return None
-        return UsageMeter(self.config.usage, self.config.limits, session)
-
     async def bind_model(self, record: SessionRecord | None) -> BoundModel:
         """The session's model (overrides applied, thinking clamped), its key and its client;
         CredentialError when no usable key exists (``record`` ``None``: a session not created yet)."""
-        settings = self.settings_of(record)
-        if settings.ignored_model is not None:
-            log.warning(
-                "[agent] session model %s is unknown; using %s", settings.ignored_model, settings.spec
-            )
-        model = settings.model
-        credential = await self.config.models.acquire(model)  # may renew a subscription login
-        if credential.expired(now_ms()):
-            raise CredentialError(
-                f"the {model.provider} login expired and this agent cannot renew it: "
-                f"run `fastagent login {model.provider}`"
-            )
-        if credential.missing:
-            raise CredentialError(f"no API key for provider {model.provider}: {missing_hint(model)}")
-        if credential.base_url and credential.base_url != model.base_url:
-            model = replace(model, base_url=credential.base_url)  # the login names its API host
-        return BoundModel(model, settings.thinking, credential.key, self.config.models.client_for(model))
+        return await bind_model(self.config, record)
 
     def settings_of(self, record: SessionRecord | None) -> SessionSettings:
         """The model and thinking level ``record`` runs with (overrides resolved and clamped;
         ``None``: a session that does not exist yet)."""
-        context = record.context() if record is not None else None
-        return resolve_session_settings(context, self.config.models, self.config.thinking_level)
+        return settings_of(self.config, record)
 
     @property
     def store(self) -> SessionStore:
@@ -449,9 +308,7 @@ class EngineAgent:
     async def aclose(self) -> None:
         """Stop manual compactions, end the watchers, close the model clients and, when it has
         ``aclose``, the tool source."""
-        for task in list(self._resumed):
-            task.cancel()
-        stopping: list[asyncio.Task[Any]] = [*self.runs.stop_compactions(), *self._resumed]
+        stopping: list[asyncio.Task[Any]] = [*self.runs.stop_compactions(), *self._resumer.stop()]
         if stopping:
             await asyncio.wait(stopping, timeout=_CANCEL_GRACE_S)
         self.hub.close()

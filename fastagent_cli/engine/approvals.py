@@ -12,7 +12,7 @@ leaves the request pending in the record, to be answered later.
 
 After a restart nothing waits in memory, but the record still holds the request (the store's
 repair leaves its call open): an answer then starts a run that re-enters the turn from the record
-(:meth:`EngineAgent._resume`): the answered call runs (or is denied), calls still pending wait
+(:mod:`.resume`): the answered call runs (or is denied), calls still pending wait
 again, and the model continues. A new prompt on such a session withdraws them first
 (:meth:`ApprovalDesk.withdraw`, ``cause: "superseded"``).
 """

@@ -24,6 +24,7 @@ from typing import Any
 from fastagent_cli.errors import FastagentError
 from fastagent_cli.messages import Usage, now_ms
 from fastagent_cli.models.context_budget import context_tokens
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.state.usage import UsageEntry, UsageLedger, day_start_ms, entry_from_usage
 
@@ -123,7 +124,8 @@ class UsageMeter:
         limits = self.limits
         if not limits.any:
             return
-        incoming = context_tokens(request.messages, request.system, request.tools)
+        counts = conversation_counts(request.memo)
+        incoming = context_tokens(request.messages, request.system, request.tools, counts=counts)
         price = float(request.model.cost.get("input", 0.0) or 0.0)
         extra_cost = incoming * price / 1e6
         turn_tokens = _tokens(turn)

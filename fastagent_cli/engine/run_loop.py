@@ -39,87 +39,31 @@ import asyncio
 from collections.abc import Sequence
 
 from fastagent_cli.contract import Prompt
-from fastagent_cli.control import NOTICE_TYPE, InputItem, Notice, SessionEvent
-from fastagent_cli.engine.compaction import (
-    OVERFLOW_RECOVERY_FAILED,
-    CompactionFailed,
-    SummaryModel,
-    compact,
-    prepare_compaction,
-)
+from fastagent_cli.control import NOTICE_TYPE, InputItem, SessionEvent
+from fastagent_cli.engine.compaction import OVERFLOW_RECOVERY_FAILED
 from fastagent_cli.engine.images import fit_prompt
 from fastagent_cli.engine.output import OutputState
+from fastagent_cli.engine.run_compaction import compact_in_run
+from fastagent_cli.engine.run_request import (
+    build_request,
+    fit,
+    fit_of,
+    notice_content,
+    tool_calls,
+    user_message,
+)
 from fastagent_cli.engine.server_ratio import recorded_server_ratio
 from fastagent_cli.engine.tool_batch import run_tool_batch
 from fastagent_cli.engine.turn import Emit, TurnFailure, TurnOutcome, TurnSetup, add_usage, request_model
-from fastagent_cli.messages import (
-    TOOL_BUDGET_NOTE,
-    AssistantMessage,
-    Message,
-    ToolCall,
-    UserBlock,
-    UserMessage,
-    empty_usage,
-    now_ms,
-)
+from fastagent_cli.messages import AssistantMessage, Message, ToolCall, UserMessage, empty_usage
 from fastagent_cli.models.context_budget import context_tokens as request_tokens
-from fastagent_cli.models.context_budget import (
-    estimate_tokens,
-    fit_request,
-    learn_server_ratio,
-    overflow_message,
-)
+from fastagent_cli.models.context_budget import estimate_tokens, learn_server_ratio
 from fastagent_cli.models.structured import output_instruction
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import entry_message
 
 __all__ = ["notice_content", "run_loop", "user_message"]
-
-
-def user_message(prompt: Prompt) -> UserMessage:
-    content: list[UserBlock] = [{"type": "text", "text": prompt.text}]
-    for image in prompt.images:
-        content.append({"type": "image", "data": image.data, "mimeType": image.mime_type})
-    for doc in prompt.documents:
-        content.append({"type": "document", "data": doc.data, "mimeType": doc.mime_type, "name": doc.name})
-    return {"role": "user", "content": content, "timestamp": now_ms()}
-
-
-def notice_content(notice: Notice) -> str:
-    """The text the model reads for a notice."""
-    source = notice.source.replace('"', "'")
-    return f'<notice source="{source}">\n{notice.text}\n</notice>'
-
-
-def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
-    return [b for b in message["content"] if b.get("type") == "toolCall"]  # type: ignore[misc]
-
-
-def _fit(request: ModelRequest) -> ModelRequest:
-    """Cap the request's output at what the context window leaves (by default at most a share of
-    the window, so the next turn has room too); an overflow (TurnFailure) when that is not enough
-    for an answer: sending it would only fail, or fail silently."""
-    fit = fit_request(
-        request.model,
-        request.system,
-        request.messages,
-        request.tools,
-        request.max_tokens,
-        request.server_ratio,
-    )
-    if not fit.fits:
-        raise TurnFailure(overflow_message(request.model, fit), overflow=True)
-    request.output_limit = fit.max_output
-    return request
-
-
-def _with_note(messages: Sequence[Message]) -> list[Message]:
-    note: UserMessage = {
-        "role": "user",
-        "content": [{"type": "text", "text": TOOL_BUDGET_NOTE}],
-        "timestamp": now_ms(),
-    }
-    return [*messages, note]
 
 
 class _Run:
@@ -150,7 +94,7 @@ class _Run:
         message = user_message(prompt)
         while True:
             try:
-                _fit(self.request(False, [*self.messages, message]))
+                fit(self.request(False, [*self.messages, message]))
                 break
             except TurnFailure:
                 if (
@@ -172,10 +116,7 @@ class _Run:
 
     def could_fit(self, message: UserMessage) -> bool:
         """Whether a request with ``message`` and no history would fit the window."""
-        request = self.request(False, [message])
-        return fit_request(
-            request.model, request.system, request.messages, request.tools, None, request.server_ratio
-        ).fits
+        return fit_of(self.request(False, [message]), None, kept=False).fits
 
     def store_prompt(self) -> None:
         """Write the admitted prompt (once its request got anywhere)."""
@@ -212,23 +153,8 @@ class _Run:
         self.emit(event)
 
     def request(self, exhausted: bool, messages: Sequence[Message] | None = None) -> ModelRequest:
-        base = self.setup.request
-        active = self.setup.activation.active()
-        tools = self.setup.tools
         history = self.messages if messages is None else messages
-        return ModelRequest(
-            model=base.model,
-            system=self.system,
-            messages=_with_note(history) if exhausted else list(history),
-            tools=() if exhausted else [tools[n].spec for n in active if n in tools],
-            thinking=base.thinking,
-            api_key=base.api_key,
-            max_tokens=base.max_tokens,
-            session_id=base.session_id,
-            memo=base.memo,
-            output=self.setup.output,
-            server_ratio=self.server_ratio,
-        )
+        return build_request(self.setup, self.system, history, exhausted, self.server_ratio)
 
     def _emit_storing(self, event: SessionEvent) -> None:
         """``emit`` for a model request: its first event (the answer started, or a retry was
@@ -240,7 +166,7 @@ class _Run:
         """One model answer, recorded; on a context overflow, compact once and ask again."""
         while True:
             try:
-                request = _fit(self.request(exhausted))
+                request = fit(self.request(exhausted))
                 if self.setup.meter is not None:  # refused before it is sent (budget_exceeded)
                     await self.setup.meter.check(self.usage, request)
                 assistant = await request_model(self.setup, request, self._emit_storing)
@@ -278,61 +204,27 @@ class _Run:
     def learn(self, request: ModelRequest, assistant: AssistantMessage) -> None:
         """What the server counted for this request against the estimate: it measures the context
         after a compaction in this run (a later run learns it again from the record)."""
-        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant)
+        counts = conversation_counts(request.memo)
+        ratio = learn_server_ratio(request.system, request.messages, request.tools, assistant, counts)
         if ratio is not None:
             self.server_ratio = ratio
 
     async def compact(self, reason: str, incoming: int = 0) -> bool:
-        """Compact inside the run; ``False`` when there was nothing to compact (or it failed:
-        the run goes on with the history it has). ``incoming``: the estimated size of the prompt
-        about to be added, which what is kept must leave room for."""
-        setup = self.setup
-        settings = setup.compaction
-        keep, max_kept = settings.keep_recent_tokens, settings.max_kept_tokens
-        if max_kept is not None and incoming:
-            max_kept = max(0, max_kept - incoming)
-            keep = max(1, min(keep, max_kept))
-        plan = prepare_compaction(setup.record.path(), keep, max_kept, again=incoming > 0)
-        if isinstance(plan, str):
-            return False
-        run = setup.run
-        before = self.context_size()
-        self.emit(run.event("compaction_started", reason=reason, tokens=before))
-
-        def on_retry(attempt: int, limit: int, delay: int, error: str) -> None:
-            self.emit(
-                run.event(
-                    "retry_scheduled",
-                    operation="compaction",
-                    attempt=attempt,
-                    maxAttempts=limit,
-                    delayMs=delay,
-                    error=error,
-                )
-            )
-
-        target = SummaryModel(
-            setup.client, setup.request.model, setup.request.api_key, setup.retry, setup.request.session_id
+        """Compact inside the run (:func:`compact_in_run`); ``False`` when there was nothing to
+        compact (or it failed: the run goes on with the history it has)."""
+        waiting = None if self.unstored is None else self.unstored[1]
+        messages = await compact_in_run(
+            self.setup, self.emit, reason, self.context_size, incoming, waiting, self._relearn
         )
-        try:
-            result = await compact(setup.record, plan, target, setup.compaction, on_retry=on_retry)
-        except asyncio.CancelledError:  # the run was aborted: every start has its finish
-            self.emit(run.event("compaction_finished", aborted=True))
-            raise
-        except CompactionFailed as exc:
-            self.emit(run.event("compaction_finished", error=str(exc)))
+        if messages is None:
             return False
-        self.messages = setup.record.context().messages
-        if self.unstored is not None:  # the prompt waiting for its answer comes after the summary
-            self.messages.append(self.unstored[1])
-        # The answers it kept no longer measure the context: until the next report, the rate the
-        # server counted at does (as a new run would learn it from the record).
-        self.server_ratio = recorded_server_ratio(setup.record, self.request(False)) or self.server_ratio
-        after = self.context_size()
-        self.emit(
-            run.event("compaction_finished", summary=result.summary, tokensBefore=before, tokensAfter=after)
-        )
+        self.messages = messages
         return True
+
+    def _relearn(self, messages: list[Message]) -> None:
+        """After a compaction inside the run: the rate the server counted at, from the record."""
+        ratio = recorded_server_ratio(self.setup.record, self.request(False, messages))
+        self.server_ratio = ratio or self.server_ratio
 
     async def resume(self, calls: list[ToolCall]) -> None:
         """Re-enter a turn from the record: finish the leaf's open tool calls (an approval was
@@ -365,7 +257,7 @@ class _Run:
             assistant = await self.answer(exhausted)
             rounds += 1
             self.rounds += 1
-            calls = _tool_calls(assistant)
+            calls = tool_calls(assistant)
             output = self.output
             final = None if output is None else output.output_call(calls)
             answered = False
@@ -387,10 +279,11 @@ class _Run:
             elif not calls and (output is None or output.take_text(assistant, setup.record, self.messages)):
                 return assistant
 
-    def context_size(self) -> int:
+    def context_size(self, messages: Sequence[Message] | None = None) -> int:
         """The context's estimated size, as the next request would measure it."""
-        request = self.request(False)
-        return request_tokens(request.messages, request.system, request.tools, request.server_ratio)
+        request = self.request(False, messages)
+        counts = conversation_counts(request.memo)
+        return request_tokens(request.messages, request.system, request.tools, request.server_ratio, counts)
 
     def over_threshold(self, incoming: int = 0) -> bool:
         window = self.setup.request.model.context_window

@@ -11,6 +11,7 @@ report can be set against the estimate of the context it was given, in any proce
 from __future__ import annotations
 
 from fastagent_cli.models.context_budget import has_report, learn_server_ratio, usage_tokens
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ModelRequest
 from fastagent_cli.sessions.record import SessionRecord
 
@@ -36,7 +37,8 @@ def recorded_server_ratio(record: SessionRecord, request: ModelRequest) -> float
             continue
         parent = entry.get("parentId")
         before = record.context(parent).messages if isinstance(parent, str) else []
-        ratio = learn_server_ratio(request.system, before, request.tools, message)
+        counts = conversation_counts(request.memo)
+        ratio = learn_server_ratio(request.system, before, request.tools, message, counts)
         if ratio is not None:
             return ratio
     return None

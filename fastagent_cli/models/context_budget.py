@@ -43,6 +43,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.messages import COMPACTION_SUMMARY_PREFIX
+from fastagent_cli.models.token_counts import (
+    CHARS_PER_TOKEN,
+    IMAGE_CHARS,
+    TokenCounts,
+    estimate_text,
+    estimate_tokens,
+    message_counts,
+)
 from fastagent_cli.models.types import Message, ModelInfo, ToolSpec
 
 __all__ = [
@@ -51,6 +59,7 @@ __all__ = [
     "OUTPUT_SHARE",
     "OVERFLOW_ADVICE",
     "ContextFit",
+    "TokenCounts",
     "context_tokens",
     "default_output",
     "estimate_input_tokens",
@@ -64,9 +73,6 @@ __all__ = [
     "usage_tokens",
 ]
 
-CHARS_PER_TOKEN = 4
-IMAGE_CHARS = 4_800
-"""An image counts as this many characters (pi's rule: 1 200 tokens)."""
 TEMPLATE_MARGIN = 64
 """Tokens the chat template adds around messages, beyond their text."""
 MIN_ANSWER = 512
@@ -76,9 +82,6 @@ MAX_CORRECTION = 4.0
 """The most the server's reported usage scales the estimate of what came after it."""
 MIN_SERVER_RATIO = 0.5
 """The least share of its estimate a request is counted at (a report's floor, too)."""
-
-_WORDS = bytes(range(ord("a"), ord("z") + 1)) + bytes(range(ord("A"), ord("Z") + 1)) + b" \t"
-_ASCII_DENSE = bytes(c for c in range(128) if c not in _WORDS)
 
 OVERFLOW_ADVICE = (
     "start a new session (/new in chat; invoke without --session or --continue), or compact this "
@@ -105,50 +108,6 @@ class ContextFit:
     @property
     def fits(self) -> bool:
         return self.max_output >= self.minimum
-
-
-def _dense_units(text: str) -> float:
-    """Tokens of ``text`` (without the rounding): ASCII letters, spaces and tabs four to a token,
-    other ASCII characters (digits, punctuation, newlines) one each, the rest a token per two
-    bytes of UTF-8. Counted with ``bytes.translate`` (C speed: a 1 MB text costs about 2 ms)."""
-    if text.isascii():
-        data = text.encode("ascii")
-        words = len(data) - len(data.translate(None, _WORDS))
-        return words / CHARS_PER_TOKEN + (len(data) - words)
-    data = text.encode("utf-8", "surrogatepass")
-    dense = data.translate(None, _WORDS)
-    other = len(dense.translate(None, _ASCII_DENSE))  # the bytes of non-ASCII characters
-    words = len(data) - len(dense)
-    return words / CHARS_PER_TOKEN + (len(dense) - other) + other / 2
-
-
-def estimate_text(text: str) -> int:
-    """A conservative token count of ``text``: English prose comes out near chars/4, while digits,
-    symbols and non-Latin scripts (which tokenizers split finely) count what they really cost."""
-    return math.ceil(_dense_units(text)) if text else 0
-
-
-def estimate_tokens(message: Mapping[str, Any]) -> int:
-    """:func:`estimate_text` of a message's text, thinking and tool calls (name and arguments);
-    an image counts :data:`IMAGE_CHARS` / 4, a PDF its base64 characters / 4."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return estimate_text(content)
-    units = 0.0
-    for block in content or []:
-        kind = block.get("type")
-        if kind == "text":
-            units += _dense_units(str(block.get("text", "")))
-        elif kind == "thinking":
-            units += _dense_units(str(block.get("thinking", "")))
-        elif kind == "toolCall":
-            units += _dense_units(str(block.get("name", "")))
-            units += _dense_units(json.dumps(block.get("arguments", {}), ensure_ascii=False))
-        elif kind == "image":
-            units += IMAGE_CHARS / CHARS_PER_TOKEN
-        elif kind == "document":  # a PDF: its pages' text and images, roughly its base64 size
-            units += len(str(block.get("data", ""))) / CHARS_PER_TOKEN
-    return math.ceil(units)
 
 
 def usage_tokens(usage: Mapping[str, Any]) -> int:
@@ -205,11 +164,12 @@ def context_tokens(
     system: str = "",
     tools: Sequence[ToolSpec] = (),
     server_ratio: float | None = None,
+    counts: TokenCounts | None = None,
 ) -> int:
     """How full a context is: the request's input as :func:`estimate_input_tokens` measures it
     (the last good answer's usage, corrected estimates for what followed it; pass the system
     prompt and the tools to count them when no answer reported usage yet)."""
-    return estimate_input_tokens(system, messages, tools, server_ratio)[0]
+    return estimate_input_tokens(system, messages, tools, server_ratio, counts)[0]
 
 
 def overhead_tokens(system: str, tools: Sequence[ToolSpec] = ()) -> int:
@@ -226,6 +186,7 @@ def learn_server_ratio(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[ToolSpec],
     answer: Mapping[str, Any],
+    counts: TokenCounts | None = None,
 ) -> float | None:
     """What the server counted for a request and its ``answer`` (the answer's reported usage) as a
     share of their estimate, between :data:`MIN_SERVER_RATIO` and :data:`MAX_CORRECTION`; ``None``
@@ -234,7 +195,7 @@ def learn_server_ratio(
     if answer.get("stopReason") in ("error", "aborted") or not isinstance(usage, Mapping):
         return None
     reported = usage_tokens(usage)
-    estimate = overhead_tokens(system, tools) + sum(estimate_tokens(m) for m in messages)
+    estimate = overhead_tokens(system, tools) + sum(message_counts(messages, counts))
     estimate += estimate_tokens(answer)
     if not reported or estimate <= 0:
         return None
@@ -246,6 +207,7 @@ def estimate_input_tokens(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[ToolSpec] = (),
     server_ratio: float | None = None,
+    counts: TokenCounts | None = None,
 ) -> tuple[int, int]:
     """``(estimate, uncertain)``: the input tokens of a request (system prompt, tools, messages)
     and how many of them are guessed rather than reported by the server. Once the server reported
@@ -260,8 +222,11 @@ def estimate_input_tokens(
     reported a context that is gone), ``server_ratio`` learnt from an earlier report
     (:func:`learn_server_ratio`) stands in for one: the system prompt, the tools, the summary and
     what the compaction kept are counted at that rate; what came after the compaction is scaled
-    by it only upwards, as the guess after a report is."""
-    estimates = [estimate_tokens(m) for m in messages]
+    by it only upwards, as the guess after a report is.
+
+    ``counts``: the conversation's kept per-message counts (:class:`TokenCounts`; the same
+    numbers, without counting the unchanged history again)."""
+    estimates = message_counts(messages, counts)
     by_chars = overhead_tokens(system, tools) + sum(estimates)
     reported, index = _last_report(messages)
     if reported:
@@ -287,11 +252,12 @@ def fit_request(
     tools: Sequence[ToolSpec] = (),
     wanted: int | None = None,
     server_ratio: float | None = None,
+    counts: TokenCounts | None = None,
 ) -> ContextFit:
     """How the request fits ``model.context_window``; ``wanted``: the output asked for (default
     ``min(maxTokens, 32000)``, pi's, and at most :data:`OUTPUT_SHARE` of the window);
     ``server_ratio``: the session's learnt server/estimate rate (:func:`estimate_input_tokens`)."""
-    estimate, uncertain = estimate_input_tokens(system, messages, tools, server_ratio)
+    estimate, uncertain = estimate_input_tokens(system, messages, tools, server_ratio, counts)
     window = model.context_window
     margin = TEMPLATE_MARGIN + uncertain // 10
     ceiling = wanted or default_output(model)

@@ -26,6 +26,7 @@ from fastagent_cli.models.context_budget import OVERFLOW_ADVICE, estimate_input_
 from fastagent_cli.models.http_client import HttpStreamClient
 from fastagent_cli.models.http_errors import classify_status
 from fastagent_cli.models.openai_request import build_chat_request, encode_chat_request
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -206,7 +207,10 @@ def empty_stream_error(request: ModelRequest) -> ProviderError:
     this way (the reason is only in its log), so when the request fills half the window or more
     the error says that is the likely cause, and is not retried: the same request fails again."""
     model = request.model
-    used, _ = estimate_input_tokens(request.system, request.messages, request.tools, request.server_ratio)
+    counts = conversation_counts(request.memo)
+    used, _ = estimate_input_tokens(
+        request.system, request.messages, request.tools, request.server_ratio, counts
+    )
     text = f"{model.provider}: the server sent an empty response stream"
     if used * 2 < model.context_window:
         return ProviderError(

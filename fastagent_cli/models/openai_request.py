@@ -5,6 +5,7 @@ flags from ``models.json``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from fastagent_cli.contract import json_text
@@ -27,6 +28,7 @@ __all__ = ["OPENAI_BASE_URL", "build_chat_request", "encode_chat_request", "tool
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 _IMAGE_NOTE = "(image omitted: this model does not accept images)"
+_PREFIX_SLOT = ("openai-completions", "prefix")
 
 
 def _user_content(
@@ -74,12 +76,26 @@ def _tool_result(call_id: str, name: str, text: str, with_name: bool) -> dict[st
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    """The encoded messages of the last request of a conversation, and where the conversion
+    stood after them: the next request that only appends to them goes on from there."""
+
+    key: tuple[Any, ...]
+    messages: list[Message]
+    text: str
+    """Their wire forms' JSON texts, joined by commas."""
+    pending: dict[str, str]
+    previous: str
+
+
 class _Conversion:
     """pi's message transform (:func:`~fastagent_cli.models._wire.transform_messages`) and the
     chat-completions shapes in one pass over the conversation. With ``encode``, each message is
     the JSON text of its wire form, taken from the request's ``memo`` when this message object
-    was converted for this model before: a long conversation costs one lookup per message per
-    turn, not a new conversion and encoding of its whole history."""
+    was converted for this model before, and the encoded history of the conversation's last
+    request is kept there too (:meth:`encoded_history`): a request that only appends to it
+    converts and encodes the new messages alone, whatever the length of the conversation."""
 
     def __init__(self, request: ModelRequest, encode: bool) -> None:
         model, compat = request.model, request.model.compat
@@ -95,6 +111,7 @@ class _Conversion:
             model.supports_pdf,
             self.with_name,
         )
+        self.prefix_key = (*self.key, self.filler)
         self.encode = encode
         self.memo = request.memo
         self.out: list[Any] = []
@@ -159,6 +176,26 @@ class _Conversion:
             self.previous = "toolResult"
         self.pending.clear()
 
+    def encoded_history(self, messages: Sequence[Message]) -> str:
+        """The JSON texts of the messages' wire forms, joined by commas: the last request's
+        (in the memo) reused when ``messages`` starts with its messages, for the same model and
+        compat (the same objects, or equal ones: the wire form is a function of the message)."""
+        memo = self.memo
+        kept = memo.get(_PREFIX_SLOT) if memo is not None else None
+        text, start = "", 0
+        if isinstance(kept, _Prefix) and kept.key == self.prefix_key and len(messages) >= len(kept.messages):
+            head = messages[: len(kept.messages)]
+            if (head if isinstance(head, list) else list(head)) == kept.messages:
+                text, start = kept.text, len(kept.messages)
+                self.pending, self.previous = dict(kept.pending), kept.previous
+        added = ",".join(self.run(messages[start:]))
+        text = f"{text},{added}" if text and added else text or added
+        if memo is not None:
+            memo[_PREFIX_SLOT] = _Prefix(
+                self.prefix_key, list(messages), text, dict(self.pending), self.previous
+            )
+        return text
+
     def run(self, messages: Sequence[Message]) -> list[Any]:
         for message in messages:
             role = message["role"]
@@ -191,12 +228,22 @@ def _system_message(request: ModelRequest) -> dict[str, Any] | None:
     return {"role": "developer" if developer else "system", "content": request.system}
 
 
-def _convert_messages(request: ModelRequest, encode: bool = False) -> list[Any]:
-    conversion = _Conversion(request, encode)
+def _convert_messages(request: ModelRequest) -> list[Any]:
+    conversion = _Conversion(request, encode=False)
     system = _system_message(request)
     if system is not None:
         conversion.add(system)
     return conversion.run(request.messages)
+
+
+def _encoded_messages(request: ModelRequest) -> str:
+    """:func:`_convert_messages` as JSON texts joined by commas (the history's from the memo)."""
+    history = _Conversion(request, encode=True).encoded_history(request.messages)
+    system = _system_message(request)
+    if system is None:
+        return history
+    head = json_text(system)
+    return f"{head},{history}" if history else head
 
 
 def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -209,13 +256,14 @@ def build_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], dict
 
 def encode_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
     """:func:`build_chat_request` with the body already encoded (the same JSON text, key for
-    key), each message's text reused from earlier requests of the conversation (``request.memo``)."""
+    key), each message's text reused from earlier requests of the conversation (``request.memo``),
+    and the history of the last one as a whole when this request only appends to it."""
     url, headers = _target(request)
     body: dict[str, Any] = {"model": request.model.id, "messages": None, "stream": True}
     _fill_body(body, request)
     del body["messages"]
     head = json_text({"model": body.pop("model")})
-    messages = ",".join(_convert_messages(request, encode=True))
+    messages = _encoded_messages(request)
     return url, headers, f'{head[:-1]},"messages":[{messages}],{json_text(body)[1:]}'.encode()
 
 

@@ -4,6 +4,7 @@ conversation holds, and a conversation's messages are converted once, then reuse
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -116,3 +117,68 @@ async def test_a_memo_entry_for_another_object_is_never_used() -> None:
     memo[("openai-completions", id(message))] = (stale, key, ('{"role":"user","content":"WRONG"}', ()))
     _, _, body = encode_chat_request(ModelRequest(model(), "", [message], memo=memo))
     assert json.loads(body)["messages"] == [{"role": "user", "content": "the real text"}]
+
+
+def fresh_body(request: ModelRequest) -> bytes:
+    """The body as built from nothing: the dict form, encoded (what the encoded body must be)."""
+    return json_text(build_chat_request(replace(request, memo=None))[2]).encode()
+
+
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages each conversion walks."""
+    counts: list[int] = []
+    run = openai_request._Conversion.run
+
+    def counting(self: Any, messages: Any) -> Any:
+        counts.append(len(messages))
+        return run(self, messages)
+
+    monkeypatch.setattr(openai_request._Conversion, "run", counting)
+    return counts
+
+
+async def test_a_request_that_only_appends_encodes_the_new_messages_alone(walked: list[int]) -> None:
+    memo: dict[Any, Any] = {}
+    history: list[Message] = []
+    for step in [*CONVERSATION, *DANGLING_THEN_USER]:  # a dangling call on either side of the cut
+        history = [*history, step]
+        for info in (model(), model(compat={"requiresAssistantAfterToolResult": True})):
+            walked.clear()
+            request = ModelRequest(info, "You are terse.", history, tools=TOOLS, memo=memo)
+            encoded = encode_chat_request(request)[2]
+            assert walked == [len(history)]  # the compat flag changes the shape: walked anew
+            assert encoded == fresh_body(request)
+        walked.clear()
+        request = ModelRequest(info, "You are terse.", [*history, user("appended")], memo=memo)
+        encoded = encode_chat_request(request)[2]
+        assert walked == [1]  # only what is new since the last request
+        assert encoded == fresh_body(request)
+
+
+async def test_the_kept_history_is_not_used_for_a_conversation_that_changed(walked: list[int]) -> None:
+    memo: dict[Any, Any] = {}
+    history = [*CONVERSATION, *DANGLING_THEN_USER]
+    summary = user("The conversation history before this point was compacted into the following summary")
+    changes = {
+        "compacted": [summary, *history[-3:]],
+        "another branch": [*history[:4], user("somewhere else")],
+        "cut back": history[:5],
+        "another model": history,
+        "the model again": history,
+        "an equal copy": json.loads(json.dumps(history)),
+        "an unequal copy": [*history[:-1], user("and now, differently")],
+        "empty": [],
+    }
+    encode_chat_request(ModelRequest(model(), "", history, memo=memo))
+    for change, messages in changes.items():
+        info = model(id="another") if change == "another model" else model()
+        for system in ("", "s"):
+            walked.clear()
+            request = ModelRequest(info, system, messages, tools=TOOLS, thinking="high", memo=memo)
+            encoded = encode_chat_request(request)[2]
+            if change == "an equal copy":
+                assert walked == [0]  # equal messages have the same wire form
+            elif system == "":
+                assert walked == [len(messages)], change
+            assert encoded == fresh_body(request), change

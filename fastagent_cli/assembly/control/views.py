@@ -8,6 +8,7 @@ from typing import Any
 from fastagent_cli.control import EntryView, SessionListing, SessionUsage
 from fastagent_cli.engine.compaction import context_tokens
 from fastagent_cli.messages import is_failed_turn
+from fastagent_cli.models.token_counts import conversation_counts
 from fastagent_cli.models.types import ToolSpec
 from fastagent_cli.sessions.listing import SessionSummary, parse_iso_ms
 from fastagent_cli.sessions.record import SessionRecord, is_position
@@ -132,7 +133,7 @@ def session_usage(
             cache_read_tokens=int(usage.get("cacheRead") or 0),
             cache_write_tokens=int(usage.get("cacheWrite") or 0),
             cost=float(cost.get("total") or 0.0),
-            context_tokens=None if compacted else context_tokens(record.context().messages, *overhead),
+            context_tokens=None if compacted else _context_tokens(record, overhead),
             context_window=context_window,
         )
     return None
@@ -150,3 +151,9 @@ def listing(summaries: Sequence[SessionSummary]) -> list[SessionListing]:
         )
         for s in summaries
     ]
+
+
+def _context_tokens(record: SessionRecord, overhead: tuple[str, Sequence[ToolSpec]]) -> int:
+    """The context's size as the engine measures it, from the record's kept message counts."""
+    counts = conversation_counts(record.memo)
+    return context_tokens(record.context().messages, *overhead, counts=counts)
