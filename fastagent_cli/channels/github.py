@@ -45,7 +45,9 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
+from fastagent_cli import telemetry
 from fastagent_cli.channels.kit.routes import ChannelRoutes
+from fastagent_cli.channels.kit.trace import incoming_traceparent
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.contract import AgentFailure, Prompt, Scope, collect
 from fastagent_cli.errors import ServeError, one_line
@@ -182,19 +184,24 @@ class _Mounted:
             log.error("[github] on(event) raised for delivery %s: %s", event.delivery_id, _describe(exc))
             return text_response("on(event) failed\n", 500)
         label = f"{event.event}.{event.action}" if event.action else event.event
+        trace = incoming_traceparent(request.headers)
         for index, intent in enumerate(intents):
-            self._start(f"{event.delivery_id}#{index}", intent, label)
+            self.queue.accept(_Turn(f"{event.delivery_id}#{index}", intent, label, trace))
         return web.Response(status=202)
-
-    def _start(self, turn: str, intent: Intent, label: str) -> None:
-        self.queue.accept(_Turn(turn, intent, label))
 
     async def _run(self, item: _Turn) -> None:
         turn, intent = item.id, item.intent
         log.info("[github] turn start: turn=%s session=%s event=%s", turn, intent.session, item.event)
         started = time.monotonic()
         try:
-            await collect(self.agent.invoke(Scope(intent.session), Prompt(intent.text)))
+            with telemetry.root_span(
+                "github turn",
+                trigger="channel",
+                traceparent=item.traceparent,
+                kind=telemetry.CONSUMER,
+                attributes={"fastagent.channel": "github", "gen_ai.conversation.id": intent.session},
+            ):
+                await collect(self.agent.invoke(Scope(intent.session), Prompt(intent.text)))
         except asyncio.CancelledError:
             log.warning("[github] turn interrupted: turn=%s session=%s (not replayed)", turn, intent.session)
             raise
@@ -226,6 +233,8 @@ class _Turn:
     id: str
     intent: Intent
     event: str
+    traceparent: str | None
+    """The delivery's W3C trace context (telemetry on): the turn's root span continues it."""
 
 
 def _queued(turn: _Turn) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 from prompt_toolkit.styles import Style
 
+from fastagent_cli.state.usage import format_cost, format_tokens
+
 __all__ = [
     "STYLE",
     "StatusInfo",
@@ -94,20 +96,6 @@ def _int(value: Any) -> int:
 
 def _float(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
-def format_tokens(count: int) -> str:
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.2f}M"
-
-
-def format_cost(cost: float) -> str:
-    if cost == 0:
-        return "$0"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastagent_cli.definition.sections import LimitsConfig
 from fastagent_cli.errors import UsageError
-from fastagent_cli.state.usage import UsageTotals, day_start_ms
+from fastagent_cli.state.usage import UsageTotals, day_start_ms, format_cost, format_tokens
 
 __all__ = [
     "LimitLeft",
@@ -46,20 +46,6 @@ def parse_since(value: str, now_ms: int) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return int(when.timestamp() * 1000)
-
-
-def format_tokens(count: int) -> str:
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.2f}M"
-
-
-def format_cost(cost: float) -> str:
-    if cost == 0:
-        return "$0"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
 def summary(totals: UsageTotals) -> str:

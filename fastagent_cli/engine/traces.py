@@ -6,6 +6,7 @@ tool arguments are recorded only with ``capture_content = true``. Off, each hook
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -163,6 +164,7 @@ def model_span(request: ModelRequest) -> Iterator[ModelSpan]:
             raise
 
 
+@functools.lru_cache(maxsize=64)
 def _host(url: str) -> str | None:
     from urllib.parse import urlsplit
 

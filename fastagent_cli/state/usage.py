@@ -33,6 +33,8 @@ __all__ = [
     "day_of",
     "day_start_ms",
     "entry_from_usage",
+    "format_cost",
+    "format_tokens",
     "group_totals",
 ]
 
@@ -160,6 +162,23 @@ class UsageTotals:
         for entry in entries:
             totals.add(entry)
         return totals
+
+
+def format_tokens(count: int) -> str:
+    """A token count as people read it: ``950``, ``12.3k``, ``1.20M`` (``usage``, ``sessions``,
+    the chat's status line)."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.2f}M"
+
+
+def format_cost(cost: float) -> str:
+    """USD: ``$0``, ``$0.0042`` under a dollar, ``$12.34`` from one."""
+    if cost == 0:
+        return "$0"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
 def group_totals(entries: Iterable[UsageEntry], by: str) -> dict[str, UsageTotals]:

@@ -1,10 +1,12 @@
-"""The OTLP/HTTP exporter: finished spans and the metrics, posted from a background task.
+"""The OTLP/HTTP exporter: finished spans and the metrics, handed to a sender thread in batches.
 
 :meth:`OtlpExporter.submit` only appends to a bounded buffer (the oldest spans are dropped past
-:data:`MAX_BUFFERED`), so a turn never waits on the collector. A task posts the buffer every
-``span_delay_s`` and the metrics every ``metric_interval_s`` (cumulative sums since the start).
+:data:`MAX_BUFFERED`), so a turn never waits on the collector and pays nothing per span but the
+append. A task wakes every ``span_delay_s``: it takes what is buffered (and every
+``metric_interval_s`` a copy of the metrics, cumulative sums since the start) and hands it to the
+:class:`~.transport.Sender` thread, which encodes and posts it; the loop only awaits the result.
 A collector that does not answer costs one warning (and one line when it answers again); what
-could not be sent is dropped. :meth:`aclose` sends what is left, for at most half a second (a
+could not be sent is dropped. :meth:`aclose` sends what is left, waiting at most half a second (a
 serve's whole shutdown has 0.8 s).
 """
 
@@ -15,15 +17,12 @@ import contextlib
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 from fastagent_cli.telemetry.metrics import Metrics
 from fastagent_cli.telemetry.otlp import encode_metrics, encode_spans
 from fastagent_cli.telemetry.settings import TelemetrySettings
 from fastagent_cli.telemetry.spans import Span
-
-if TYPE_CHECKING:
-    import httpx
+from fastagent_cli.telemetry.transport import Problem, Sender
 
 __all__ = ["MAX_BUFFERED", "OtlpExporter"]
 
@@ -41,8 +40,7 @@ class OtlpExporter:
         self._spans: deque[Span] = deque(maxlen=MAX_BUFFERED)
         self._started_ns = time.time_ns()
         self._task: asyncio.Task[None] | None = None
-        self._wake: asyncio.Event | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._sender = Sender(settings.headers)
         self._failing = False
         self._last_metrics = 0.0
         self.sent_spans = 0
@@ -61,57 +59,49 @@ class OtlpExporter:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.settings.span_delay_s)
-            await self._send_spans()
-            if loop.time() - self._last_metrics >= self.settings.metric_interval_s:
+            metrics = loop.time() - self._last_metrics >= self.settings.metric_interval_s
+            if metrics:
                 self._last_metrics = loop.time()
-                await self._send_metrics()
+            await self._export(metrics)
 
-    async def _send_spans(self) -> None:
+    async def _export(self, metrics: bool) -> None:
+        """Hand the buffered spans (and with ``metrics`` a snapshot of the metrics) to the sender."""
+        batches: list[list[Span]] = []
         while self._spans:
-            batch = [self._spans.popleft() for _ in range(min(_BATCH, len(self._spans)))]
-            body = encode_spans(self.settings.resource, batch)
-            if await self._post(self.settings.traces_url, body):
-                self.sent_spans += len(batch)
+            batches.append([self._spans.popleft() for _ in range(min(_BATCH, len(self._spans)))])
+        snapshot = self.metrics.snapshot() if metrics else []
+        if not batches and not snapshot:
+            return
+        resource, settings, now_ns = self.settings.resource, self.settings, time.time_ns()
 
-    async def _send_metrics(self) -> None:
-        snapshot = self.metrics.snapshot()
-        if snapshot:
-            body = encode_metrics(self.settings.resource, self._started_ns, time.time_ns(), snapshot)
-            await self._post(self.settings.metrics_url, body)
-
-    async def _post(self, url: str, body: bytes) -> bool:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=2.0))
-        headers = {**self.settings.headers, "content-type": "application/x-protobuf"}
-        try:
-            response = await self._client.post(url, content=body, headers=headers)
-            problem = None if response.is_success else f"HTTP {response.status_code}"
-        except httpx.HTTPError as exc:
-            problem = str(exc) or type(exc).__name__
-        if problem is not None:
-            if not self._failing:
-                self._failing = True
-                log.warning(
-                    "[telemetry] cannot export to %s (%s): dropping telemetry until it answers", url, problem
+        def encode() -> list[tuple[str, bytes]]:
+            bodies = [(settings.traces_url, encode_spans(resource, batch)) for batch in batches]
+            if snapshot:
+                bodies.append(
+                    (settings.metrics_url, encode_metrics(resource, self._started_ns, now_ns, snapshot))
                 )
-            return False
-        if self._failing:
+            return bodies
+
+        problem = await asyncio.wrap_future(self._sender.send(encode))
+        if problem is None:
+            self.sent_spans += sum(len(batch) for batch in batches)
+        self._report(problem)
+
+    def _report(self, problem: Problem | None) -> None:
+        if problem is not None and not self._failing:
+            self._failing = True
+            log.warning("[telemetry] cannot export to %s (%s): dropping telemetry until it answers", *problem)
+        elif problem is None and self._failing:
             self._failing = False
-            log.info("[telemetry] exporting to %s again", url)
-        return True
+            log.info("[telemetry] exporting to %s again", self.settings.traces_url)
 
     async def aclose(self) -> None:
-        """Stop the background task and send what is left (at most half a second)."""
+        """Stop the background task and send what is left (waiting at most half a second)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_CLOSE_S):
-                await self._send_spans()
-                await self._send_metrics()
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+                await self._export(metrics=True)
+        self._sender.close()

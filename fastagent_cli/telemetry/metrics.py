@@ -64,23 +64,24 @@ class Metrics:
         self.sums[key] = self.sums.get(key, 0.0) + value
 
     def observe(self, name: str, value: float, attributes: Mapping[str, Any] | None = None) -> None:
-        from fastagent_cli.telemetry.otlp import Histogram
-
         key = (name, tuple(sorted((attributes or {}).items())))
         point = self.histograms.get(key)
         if point is None:
+            from fastagent_cli.telemetry.otlp import Histogram
+
             point = self.histograms[key] = Histogram(dict(key[1]), _BOUNDS.get(name, (1.0,)))
         point.record(value)
 
     def snapshot(self) -> list[tuple[str, str, str, str, list[Any]]]:
-        """``(name, description, unit, kind, points)`` for :func:`~.otlp.encode_metrics`."""
+        """``(name, description, unit, kind, points)`` for :func:`~.otlp.encode_metrics`: copies, so
+        the loop may go on recording while another thread encodes them."""
         from fastagent_cli.telemetry.otlp import MetricPoint
 
         grouped: dict[str, list[Any]] = {}
         for (name, attrs), value in self.sums.items():
             grouped.setdefault(name, []).append(MetricPoint(dict(attrs), value))
         for (name, _), point in self.histograms.items():
-            grouped.setdefault(name, []).append(point)
+            grouped.setdefault(name, []).append(point.copy())  # encoded in the sender's thread
         out = []
         for name, points in grouped.items():
             kind, description, unit = _DESCRIPTIONS.get(name, ("counter", "", ""))

@@ -9,6 +9,7 @@ imports). The tests decode these bodies with the official ``opentelemetry-proto`
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ SCOPE = ("fastagent", "")
 
 
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL[value]
     value &= (1 << 64) - 1  # negative int64s as two's complement, as protobuf does
     out = bytearray()
     while True:
@@ -28,6 +31,9 @@ def _varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(0x80)]
 
 
 def _key(field: int, wire: int) -> bytes:
@@ -66,12 +72,40 @@ def _any(value: Any) -> bytes:
     return _bytes(1, str(value).encode("utf-8"))
 
 
+_KEYS: dict[str, bytes] = {}
+"""A ``KeyValue``'s encoded key field, by attribute name (a few dozen names in all)."""
+_PAIRS: dict[tuple[str, type, Any], bytes] = {}
+"""Encoded ``KeyValue`` messages of string and boolean attributes: most values repeat (operation
+names, models, providers, triggers), so each is encoded once. Emptied past :data:`_PAIRS_MAX`."""
+_PAIRS_MAX = 4096
+_CACHED = (str, bool)
+
+
+def _pair(key: str, value: Any) -> bytes:
+    kind = type(value)
+    if kind in _CACHED:
+        cached = _PAIRS.get((key, kind, value))
+        if cached is not None:
+            return cached
+    name = _KEYS.get(key)
+    if name is None:
+        name = _KEYS[key] = _str(1, key)
+    encoded = name + _bytes(2, _any(value))
+    if kind in _CACHED:
+        if len(_PAIRS) >= _PAIRS_MAX:
+            _PAIRS.clear()
+        _PAIRS[(key, kind, value)] = encoded
+    return encoded
+
+
 def _attributes(field: int, attributes: Mapping[str, Any]) -> bytes:
-    return b"".join(
-        _bytes(field, _str(1, key) + _bytes(2, _any(value)))
-        for key, value in attributes.items()
-        if value is not None
-    )
+    tag = _key(field, 2)
+    out = []
+    for key, value in attributes.items():
+        if value is not None:
+            pair = _pair(key, value)
+            out.append(tag + _varint(len(pair)) + pair)
+    return b"".join(out)
 
 
 def _resource(attributes: Mapping[str, Any]) -> bytes:
@@ -84,26 +118,33 @@ def _scope() -> bytes:
 
 def encode_spans(resource: Mapping[str, Any], spans: Iterable[Any]) -> bytes:
     """One ``ExportTraceServiceRequest`` of finished spans (:class:`~.spans.Span`)."""
-    body = b"".join(_bytes(2, _span(span)) for span in spans)
+    body = b"".join([_SPAN_TAG + _varint(len(encoded)) + encoded for encoded in map(_span, spans)])
     return _bytes(1, _resource(resource) + _bytes(2, _scope() + body))
 
 
+_SPAN_TAG = _key(2, 2)
+_TRACE_ID, _SPAN_ID, _PARENT_ID = _key(1, 2) + b"\x10", _key(2, 2) + b"\x08", _key(4, 2) + b"\x08"
+_KIND, _START, _END = _key(6, 0), _key(7, 1), _key(8, 1)
+_FLAGS = _key(16, 5) + struct.pack("<I", 1)  # W3C trace flags: sampled
+_TIMES = struct.Struct("<Q")
+
+
 def _span(span: Any) -> bytes:
-    out = [
-        _bytes(1, span.trace_id),
-        _bytes(2, span.span_id),
-        _bytes(4, span.parent_id) if span.parent_id else b"",
+    out = [_TRACE_ID, span.trace_id, _SPAN_ID, span.span_id]
+    if span.parent_id:
+        out += (_PARENT_ID, span.parent_id)
+    out += (
         _str(5, span.name),
-        _uint(6, span.kind),
-        _fixed64(7, span.start_ns),
-        _fixed64(8, span.end_ns),
+        _KIND + _SMALL[span.kind] if span.kind else b"",
+        _START + _TIMES.pack(span.start_ns),
+        _END + _TIMES.pack(span.end_ns),
         _attributes(9, span.attributes),
-    ]
+    )
     for at, name, attributes in span.events:
         out.append(_bytes(11, _fixed64(1, at) + _str(2, name) + _attributes(3, attributes)))
     if span.status_code:
         out.append(_bytes(15, _str(2, span.status_message) + _uint(3, span.status_code)))
-    out.append(_key(16, 5) + struct.pack("<I", 1))  # W3C trace flags: sampled
+    out.append(_FLAGS)
     return b"".join(out)
 
 
@@ -130,10 +171,14 @@ class Histogram:
         self.total = 0.0
 
     def record(self, value: float) -> None:
-        index = next((i for i, bound in enumerate(self.bounds) if value <= bound), len(self.bounds))
-        self.counts[index] += 1
+        self.counts[bisect_left(self.bounds, value)] += 1  # the first bucket whose bound is >= value
         self.count += 1
         self.total += value
+
+    def copy(self) -> Histogram:
+        made = Histogram(self.attributes, self.bounds)
+        made.counts, made.count, made.total = list(self.counts), self.count, self.total
+        return made
 
 
 def encode_metrics(

@@ -18,6 +18,9 @@ task that :class:`QueuedNotices` holds until the turn runs (or the channel close
 whose notice can be edited into other text takes ``on_exceeded`` and ``on_defer`` from
 :class:`SettledNotice`.
 
+The turn's root span (``<channel> turn``) continues the trace the delivery came with (the
+record's ``traceparent``, :mod:`~fastagent_cli.channels.kit.trace`), else starts a new one.
+
 Logs: ``<label> turn start: turn=… session=… <where>``, ``turn done … (Nms)``, ``turn failed …``.
 """
 
@@ -136,6 +139,7 @@ async def run_durable_turn(
         with telemetry.root_span(
             f"{channel} turn",
             trigger="channel",
+            traceparent=record.get("traceparent") or turns.traceparent(turn_id),
             kind=telemetry.CONSUMER,
             attributes={"fastagent.channel": channel, "gen_ai.conversation.id": session},
         ):

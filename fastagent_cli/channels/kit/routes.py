@@ -11,7 +11,8 @@ The checks every webhook shares live here too: the body read as a JSON object
 (:func:`secret_matches`) and a signed request's timestamp within :data:`MAX_SIGNATURE_AGE_S` of now
 (:func:`timestamp_fresh`: a replayed capture is refused), and the acknowledgement that comes only once
 what a delivery causes is durable (:meth:`Redelivery.acknowledge`). :class:`WebhookIngress` is the
-base of every platform's ingress: its route in front of the intake.
+base of every platform's ingress: its route in front of the intake, inside the request's trace
+context (:mod:`~fastagent_cli.channels.kit.trace`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from aiohttp import web
 
 from fastagent_cli.channels.kit.journal import StateWriteError
+from fastagent_cli.channels.kit.trace import receiving
 from fastagent_cli.serving.body import json_object_or_400, read_body_or_413, read_post_body, text_response
 
 __all__ = [
@@ -151,7 +153,12 @@ class WebhookIngress(ABC, Generic[IntakeT]):
         self.intake = intake
 
     def routes(self) -> ChannelRoutes:
-        return ChannelRoutes({self.route: self.handle}, start=self.intake.start, close=self.intake.aclose)
+        return ChannelRoutes({self.route: self.receive}, start=self.intake.start, close=self.intake.aclose)
+
+    async def receive(self, request: web.BaseRequest) -> web.StreamResponse:
+        """The route's handler: :meth:`handle` inside the request's trace context."""
+        with receiving(request.headers):  # the caller's trace goes into the turns it causes
+            return await self.handle(request)
 
     @abstractmethod
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:

@@ -13,6 +13,10 @@ Semantics (core design section 10; features K5, K6, M18):
   the count cannot be persisted the turn is ``defer``-red to the next start, silently: running it
   untracked would let a turn that crashes the process replay forever.
 
+A turn accepted from a webhook request that carried a W3C ``traceparent`` (telemetry on) keeps it
+in its record (``traceparent``, :mod:`~fastagent_cli.channels.kit.trace`): the turn's root span
+continues the caller's trace when it runs, a replay after a restart included.
+
 This is at-least-once: a replay re-runs the whole turn, tools included, and a crash between the
 persist and the ACK can run a delivery twice.
 
@@ -35,6 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from fastagent_cli.channels.kit.journal import JournaledState, StateWriteError
+from fastagent_cli.channels.kit.trace import delivery_trace
 from fastagent_cli.state.channel_state import ChannelStateStore
 
 __all__ = ["MAX_TURN_ATTEMPTS", "ORPHAN_POLL_S", "Attempt", "TurnRecord", "TurnStore"]
@@ -59,6 +64,7 @@ def _is_base_record(record: Any) -> bool:
         and isinstance(record.get("id"), str)
         and isinstance(record.get("session"), str)
         and isinstance(record.get("attempts"), int)
+        and isinstance(record.get("traceparent", ""), str)
     )
 
 
@@ -149,6 +155,9 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
         if turn_id in self.state:
             return False
         turn = {**record, "attempts": int(record.get("attempts", 0))}
+        trace = delivery_trace()
+        if trace is not None:
+            turn.setdefault("traceparent", trace)
         if self.shared:
             turn["owner"] = self.store.owner
         task = asyncio.ensure_future(self.commit({"op": "add", "turn": turn}))
@@ -159,6 +168,11 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
             if self._adding.get(turn_id) is task:
                 del self._adding[turn_id]
         return self._mine(turn_id)  # with several instances, the first add in journal order wins
+
+    def traceparent(self, turn_id: str) -> str | None:
+        """The trace context the pending turn was delivered with (``None``: none, or not pending)."""
+        trace = self.state.get(turn_id, {}).get("traceparent")
+        return trace if isinstance(trace, str) else None
 
     def _mine(self, turn_id: str) -> bool:
         turn = self.state.get(turn_id)

@@ -30,7 +30,7 @@ class SlackIngress(WebhookIngress[SlackIntake]):
         super().__init__(intake)
 
     def routes(self) -> ChannelRoutes:
-        routes = {ROUTE: self.handle, INTERACTIVITY_ROUTE: self.intake.approvals.handle}
+        routes = {ROUTE: self.receive, INTERACTIVITY_ROUTE: self.intake.approvals.handle}
         return ChannelRoutes(routes, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
