@@ -97,9 +97,14 @@ def test_upload_remove_send_and_reload(page: Page, tmp_path: Path) -> None:
     page.send("what are these")
     page.wait_text("saw image/jpeg 1568x784, image/png 50x40 with what are these")
     assert chips(page) == [] and not page.visible("#attachments")
-    shown = page.all(".msg.user .msg-image")
-    assert len(shown) == 2
-    assert [page.driver.execute_script("return arguments[0].naturalWidth", i) for i in shown] == [1568, 50]
+    # the user entry (with its images) may be drawn just after the answer's text on a loaded box
+    wait_until(lambda: len(page.all(".msg.user .msg-image")) == 2, "the sent thumbnails")
+
+    def widths() -> list[int]:
+        shown = page.all(".msg.user .msg-image")
+        return [page.driver.execute_script("return arguments[0].naturalWidth", i) for i in shown]
+
+    wait_until(lambda: widths() == [1568, 50], "the thumbnails decoded at their sent sizes")
     screenshot(page.driver, "images-02-sent")
     page.open(session).ready()  # after a reload, from the session's entries
     wait_until(lambda: len(page.all(".msg.user .msg-image")) == 2, "the thumbnails after a reload")
