@@ -49,7 +49,7 @@ from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.hub import EventHub
 from fastagent_cli.engine.ports import ModelPort, SystemPrompt, ToolSource
-from fastagent_cli.engine.projection import project
+from fastagent_cli.control.projection import project
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop
 from fastagent_cli.engine.runs import Run, RunRegistry
