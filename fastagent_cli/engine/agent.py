@@ -41,6 +41,7 @@ from fastagent_cli.contract import (
     as_scope,
 )
 from fastagent_cli.control import ActionResult, InputItem, SessionEvent
+from fastagent_cli.control.projection import project
 from fastagent_cli.engine.approvals import ApprovalDesk
 from fastagent_cli.engine.binding import (
     DEFAULT_TOOL_TIMEOUT_S,
@@ -54,7 +55,6 @@ from fastagent_cli.engine.boundary import start_compaction
 from fastagent_cli.engine.compaction import CompactionSettings
 from fastagent_cli.engine.failures import INTERNAL_ERROR, describe_failure
 from fastagent_cli.engine.hub import EventHub
-from fastagent_cli.engine.projection import project
 from fastagent_cli.engine.resume import Resumer
 from fastagent_cli.engine.retry import RetryPolicy
 from fastagent_cli.engine.run_loop import run_loop

@@ -334,7 +334,7 @@ def test_context_overflow_messages() -> None:
 
 
 def test_retrying_projection_names_the_compaction() -> None:
-    from fastagent_cli.engine.projection import project
+    from fastagent_cli.control.projection import project
 
     event = SessionEvent(
         "retry_scheduled",

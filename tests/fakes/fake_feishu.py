@@ -8,6 +8,7 @@ scan-to-create registration endpoint, all speaking the real wire formats.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 import uuid
@@ -306,14 +307,16 @@ class FakeFeishu:
                 pong = Frame(service=7, method=CONTROL, headers=[("type", "pong")])
                 await ws.send_bytes(encode_frame(pong))
             elif frame.method == DATA:
-                self.acks.append(
-                    {"message_id": frame.header("message_id"), **json.loads(frame.payload or b"{}")}
-                )
+                ack = {"message_id": frame.header("message_id"), **json.loads(frame.payload or b"{}")}
+                if isinstance(ack.get("data"), str):  # a card callback's answer: base64 JSON
+                    ack["answer"] = json.loads(base64.b64decode(ack["data"]))
+                self.acks.append(ack)
                 self._changed.set()
         return ws
 
-    async def push(self, envelope: dict[str, Any], *, parts: int = 1) -> str:
-        """Send an event frame over the long connection (split in ``parts``); its frame message id."""
+    async def push(self, envelope: dict[str, Any], *, parts: int = 1, kind: str = "event") -> str:
+        """Send an event frame (``kind="card"``: a card callback's) over the long connection (split
+        in ``parts``); its frame message id."""
         await asyncio.wait_for(self.ws_connected.wait(), 30)
         assert self.ws is not None
         payload = json.dumps(envelope).encode()
@@ -321,7 +324,7 @@ class FakeFeishu:
         size = -(-len(payload) // parts)
         for seq in range(parts):
             headers = [
-                ("type", "event"),
+                ("type", kind),
                 ("message_id", frame_id),
                 ("sum", str(parts)),
                 ("seq", str(seq)),

@@ -8,7 +8,10 @@ checks as every event (verification token, and signature and decryption when an 
 set); it answers through the session hub (``by="<kind>:<open_id>"``) when the operator asked the
 turn or is on ``[approval] allow_from``. The callback's answer is a toast, and for a decision the
 card replaced by one that says who decided (no buttons); anyone else gets an error toast and the
-card stays as it was.
+card stays as it was. The same press arrives as a ``card`` frame over the long connection
+(:mod:`~fastagent_cli.channels.feishu.ws`), answered the same way in the response frame. The
+request is kept in the channel's ``approvals`` state before it is posted
+(:class:`~fastagent_cli.channels.kit.approvals.ApprovalAsks`), so a press after a restart answers it.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError
+from fastagent_cli.channels.kit.approvals import GONE, NOT_YOURS, ApprovalAsks, answer_press, new_ask
 from fastagent_cli.contract import ApprovalRequested
 from fastagent_cli.control import Decision, SessionControl
 
@@ -28,29 +31,18 @@ __all__ = ["CARD_ACTION", "FeishuApprovals", "approval_card"]
 log = logging.getLogger("fastagent.channel")
 
 CARD_ACTION = "card.action.trigger"
-NOT_YOURS = "Only the person who asked (or someone on the approval list) can answer this."
-GONE = "This request is no longer waiting for an answer."
 _ARGS_MAX = 2500
 
 
-@dataclass(slots=True)
-class _Ask:
-    session: str
-    tool: str
-    asker: str | None
-    answerers: tuple[str, ...]
-    summary: str
-
-
-def _args(event: ApprovalRequested) -> str:
-    text = json.dumps(event.args, ensure_ascii=False, indent=2)
+def _args(args: Any) -> str:
+    text = json.dumps(args, ensure_ascii=False, indent=2)
     return text if len(text) <= _ARGS_MAX else text[: _ARGS_MAX - 1] + "…"
 
 
-def approval_card(event: ApprovalRequested, closed: str | None = None) -> dict[str, Any]:
+def approval_card(approval_id: str, tool: str, args: Any, closed: str | None = None) -> dict[str, Any]:
     """The request's card; ``closed``: the line saying who decided (then no buttons)."""
     elements: list[dict[str, Any]] = [
-        {"tag": "markdown", "content": f"**Approve `{event.tool}`?**\n```json\n{_args(event)}\n```"}
+        {"tag": "markdown", "content": f"**Approve `{tool}`?**\n```json\n{_args(args)}\n```"}
     ]
     if closed is not None:
         elements.append({"tag": "markdown", "content": closed})
@@ -62,7 +54,7 @@ def approval_card(event: ApprovalRequested, closed: str | None = None) -> dict[s
                     "text": {"tag": "plain_text", "content": label},
                     "type": kind,
                     "behaviors": [
-                        {"type": "callback", "value": {"fa_approval": event.id, "decision": decision}}
+                        {"type": "callback", "value": {"fa_approval": approval_id, "decision": decision}}
                     ],
                 }
             )
@@ -78,16 +70,18 @@ def _toast(kind: str, text: str) -> dict[str, Any]:
 
 
 class FeishuApprovals:
-    """The approval cards of one mounted channel (asks of this process, by approval id)."""
+    """The approval cards of one mounted channel (its open asks: :attr:`asks`)."""
 
-    def __init__(self, api: FeishuApi, control: SessionControl | None, kind: str) -> None:
+    def __init__(self, api: FeishuApi, control: SessionControl | None, kind: str, asks: ApprovalAsks) -> None:
         self.api = api
         self.control = control
         self.kind = kind
-        self._asks: dict[str, tuple[_Ask, ApprovalRequested]] = {}
+        self.asks = asks
 
     async def ask(self, record: Mapping[str, Any], event: ApprovalRequested) -> None:
-        content = json.dumps(approval_card(event), ensure_ascii=False)
+        """Keep the request, then post its card into the turn's chat (or thread)."""
+        await self.asks.add(event.id, new_ask(record["session"], record.get("asker"), event))
+        content = json.dumps(approval_card(event.id, event.tool, event.args), ensure_ascii=False)
         try:
             reply_to = record.get("reply_to")
             if isinstance(reply_to, str):
@@ -98,10 +92,6 @@ class FeishuApprovals:
                 await self.api.send(str(record["chat"]), "interactive", content)
         except FeishuApiError as exc:
             log.warning("[%s] could not post approval %s (answer it elsewhere): %s", self.kind, event.id, exc)
-            return
-        asker = record.get("asker")
-        ask = _Ask(record["session"], event.tool, None if asker is None else str(asker), event.answerers, "")
-        self._asks[event.id] = (ask, event)
 
     async def on_action(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """The answer to a ``card.action.trigger`` callback (a toast, maybe a new card)."""
@@ -112,22 +102,15 @@ class FeishuApprovals:
         approval_id = value["fa_approval"]
         operator = event.get("operator") if isinstance(event.get("operator"), Mapping) else {}
         user = str(operator.get("open_id") if isinstance(operator, Mapping) else None)
-        found = self._asks.get(approval_id)
-        if found is None or self.control is None:
-            return _toast("info", GONE)
-        ask, request = found
-        if user != ask.asker and user not in ask.answerers:
-            log.info("[%s] user %s may not answer approval %s: refused", self.kind, user, approval_id)
-            return _toast("error", NOT_YOURS)
         decision: Decision = "approve" if value.get("decision") == "approve" else "deny"
-        result = await self.control.sessions.get(ask.session).answer_approval(
-            approval_id, decision, by=f"{self.kind}:{user}"
+        press, ask = await answer_press(
+            self.asks, self.control, approval_id, user, decision, by=f"{self.kind}:{user}"
         )
-        if not result.ok:
-            if result.code in ("approval_closed", "no_such_approval"):
-                self._asks.pop(approval_id, None)
+        if press == "refused":
+            return _toast("error", NOT_YOURS)
+        if press != "answered" or ask is None:
             return _toast("info", GONE)
-        del self._asks[approval_id]
         verdict = "✅ Approved" if decision == "approve" else "❌ Denied"
-        card = approval_card(request, closed=f"{verdict} by <at id={user}></at>")
+        closed = f"{verdict} by <at id={user}></at>"
+        card = approval_card(approval_id, ask["tool"], ask.get("args"), closed=closed)
         return {**_toast("success", verdict), "card": {"type": "raw", "data": card}}

@@ -12,8 +12,9 @@ The official SDKs speak protobuf over a WebSocket::
     }
 
 Control frames carry ``type: ping`` / ``type: pong`` (a pong's payload may be the client config);
-data frames carry ``type: event``, ``message_id``, ``sum``/``seq`` (a payload split in parts) and
-``trace_id``, and are answered with the same frame whose payload is ``{"code": 200}`` (or 500).
+data frames carry ``type: event`` (or ``card``: a card callback), ``message_id``, ``sum``/``seq`` (a
+payload split in parts) and ``trace_id``, and are answered with the same frame whose payload is
+``{"code": 200, "headers": null, "data": null}`` (or 500; a card's answer as base64 JSON ``data``).
 """
 
 from __future__ import annotations

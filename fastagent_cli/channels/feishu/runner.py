@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastagent_cli.channels.feishu.api import FeishuApi, FeishuApiError, FeishuTarget
-from fastagent_cli.channels.feishu.approvals import FeishuApprovals
 from fastagent_cli.channels.feishu.deliver import Mounted, mount_preview, settle_preview, stream_reply
 from fastagent_cli.channels.feishu.parse import decode_content
 from fastagent_cli.channels.kit.context_buffer import BUFFER_ATTACH_MAX, Fold
@@ -37,7 +36,7 @@ from fastagent_cli.channels.kit.invoke import (
 from fastagent_cli.channels.kit.lifecycle import QUEUED_NOTICE, SettledNotice, run_durable_turn
 from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord
-from fastagent_cli.contract import AgentEvent, ApprovalRequested, Failed, ImageRef, Scope
+from fastagent_cli.contract import AgentEvent, Failed, ImageRef, Scope
 from fastagent_cli.errors import one_line
 
 __all__ = ["MAX_CHAIN_ANCESTORS", "QUEUED_NOTICE", "REPLY_HINT", "FeishuRunner", "is_turn"]
@@ -95,7 +94,6 @@ class FeishuRunner(ChannelRunner[FeishuApi, None]):
         on_answered: Callable[[TurnRecord, Mounted | None], None],
     ) -> None:
         super().__init__(parts, label=label)
-        self.approvals: FeishuApprovals | None = None
         self.on_answered = on_answered
         self.previews: dict[str, Mounted] = {}
 
@@ -154,8 +152,6 @@ class FeishuRunner(ChannelRunner[FeishuApi, None]):
             tuple(hints) if record.get("parent_session") else (),
         )
         async for event in self.answer(record, fold, blocks + prompt, images, scope):
-            if isinstance(event, ApprovalRequested) and self.approvals is not None:
-                await self.approvals.ask(record, event)  # the card with its buttons
             yield event
 
     async def _inputs(

@@ -17,6 +17,7 @@ from fastagent_cli.channels.feishu.deliver import Mounted
 from fastagent_cli.channels.feishu.owned import OwnedThreads
 from fastagent_cli.channels.feishu.parse import buffer_line
 from fastagent_cli.channels.feishu.runner import FeishuRunner, is_turn
+from fastagent_cli.channels.kit.approvals import ApprovalAsks
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.document import StateDocument
 from fastagent_cli.channels.kit.home import open_channel_state
@@ -55,6 +56,7 @@ class FeishuRuntime(ChannelRuntime):
         self.turns = TurnStore(store, label=self.label, is_record=is_turn, order=lambda r: r.get("seq", 0))
         self.buffers = ContextBuffer(store, label=self.label, line=buffer_line)
         self.seen = SeenRing(store, label=self.label)
+        self.asks = ApprovalAsks(store, label=self.label)
         self.participants = ThreadParticipants(store, label=self.label)
         self.owned = OwnedThreads(store, label=self.label)
         self.bot = StateDocument(
@@ -72,12 +74,12 @@ class FeishuRuntime(ChannelRuntime):
         )
         runner = self.runner
         assert isinstance(runner, FeishuRunner)
-        self.approvals = runner.approvals = FeishuApprovals(self.api, self.control, cloud.kind)
+        self.approvals = runner.approvals = FeishuApprovals(self.api, self.control, cloud.kind, self.asks)
         self.bot_open_id: str | None = None
 
     @property
     def stores(self) -> tuple[Any, ...]:
-        return (self.turns, self.buffers, self.seen, self.participants, self.owned, self.bot)
+        return (self.turns, self.buffers, self.seen, self.asks, self.participants, self.owned, self.bot)
 
     async def start(self) -> None:
         await self.open_state()

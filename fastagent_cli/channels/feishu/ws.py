@@ -5,8 +5,11 @@ query names the ``service_id``) and the client config (``PingInterval``, ``Recon
 ``ReconnectInterval``, ``ReconnectNonce``, in seconds). Over the WebSocket the client pings every
 ``PingInterval`` and answers each event frame once the event is durable: ``{"code": 200}``, or
 ``500`` when it could not be persisted, so the platform pushes it again (the ~3 s ACK budget holds:
-acceptance only persists and enqueues). ``ready`` settles on the first connection; a dropped
-connection reconnects (first after a random share of ``ReconnectNonce``, then every
+acceptance only persists and enqueues). A card button's press (an approval card's) arrives as a
+data frame of ``type: card`` holding the ``card.action.trigger`` envelope; the response frame's
+``data`` is the callback's answer (the toast and new card the webhook would return), base64 JSON,
+as the SDK's ws client answers ``type: card`` frames. ``ready`` settles on the first connection; a
+dropped connection reconnects (first after a random share of ``ReconnectNonce``, then every
 ``ReconnectInterval``, ``ReconnectCount`` times, -1 forever); credentials refused or retries
 exhausted reject ``closed``, which fails serving. ``stop`` closes the connection and the channel.
 
@@ -20,6 +23,7 @@ the server's running asyncio loop (larksuite/oapi-sdk-python issues 119 and 133)
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -31,6 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 
+from fastagent_cli.channels.feishu.approvals import CARD_ACTION
 from fastagent_cli.channels.feishu.frames import CONTROL, DATA, Frame, decode_frame, encode_frame
 from fastagent_cli.channels.kit.journal import StateWriteError
 from fastagent_cli.errors import one_line
@@ -264,19 +269,31 @@ async def _handle(
         payload = b"".join(p for p in parts if p is not None)
         del connection.parts[message_id]
     started = time.monotonic()
-    code = 200
-    if kind == "event":
-        try:
-            envelope = json.loads(payload)
-            header = envelope.get("header") or {}
-            if header.get("event_type") == "im.message.receive_v1":
-                await asyncio.shield(runtime.accept(envelope.get("event") or {}))
-        except StateWriteError as exc:
-            log.error("%s could not persist an event, so it will be pushed again: %s", label, exc)
-            code = 500
-        except (ValueError, AttributeError) as exc:
-            log.warning("%s ignored an unreadable event: %s", label, exc)
+    code, answer = await _dispatch(label, kind, payload, runtime)
     frame.headers.append(("biz_rt", str(int((time.monotonic() - started) * 1000))))
-    frame.payload = json.dumps({"code": code, "headers": None, "data": None}).encode()
+    frame.payload = json.dumps({"code": code, "headers": None, "data": answer}).encode()
     with contextlib.suppress(ConnectionError, RuntimeError, aiohttp.ClientError):
         await ws.send_bytes(encode_frame(frame))
+
+
+async def _dispatch(label: str, kind: str | None, payload: bytes, runtime: Any) -> tuple[int, str | None]:
+    """The response frame's ``code`` and ``data`` for one event or card frame. A card action's
+    answer (the toast, the new card) travels as ``data``: its JSON, base64-encoded, as the SDK's
+    ws client sends a callback handler's result."""
+    try:
+        envelope = json.loads(payload)
+        header = envelope.get("header") or {}
+        event_type = header.get("event_type")
+        if kind == "card" or event_type == CARD_ACTION:
+            if event_type != CARD_ACTION:
+                return 200, None
+            answer = await asyncio.shield(runtime.approvals.on_action(envelope.get("event") or {}))
+            return 200, base64.b64encode(json.dumps(answer, ensure_ascii=False).encode()).decode()
+        if event_type == "im.message.receive_v1":
+            await asyncio.shield(runtime.accept(envelope.get("event") or {}))
+    except StateWriteError as exc:
+        log.error("%s could not persist an event, so it will be pushed again: %s", label, exc)
+        return 500, None
+    except (ValueError, AttributeError) as exc:
+        log.warning("%s ignored an unreadable %s: %s", label, kind, exc)
+    return 200, None

@@ -8,26 +8,32 @@ attachment folder, the ``on_error`` wording), the queued notices, and
 :meth:`ChannelRunner.answer`, the Agent's events for one turn: the discussion buffered since the
 last answer folded in before the prompt, and on ``completed``
 the intent removed first (a crash after it does not replay the turn), then the fold committed (a
-crash before it only folds the discussion once more).
+crash before it only folds the discussion once more). A tool call that asks for approval parks the
+turn (:meth:`~fastagent_cli.channels.kit.turn_store.TurnStore.park`) before the platform posts the
+request (:attr:`ChannelRunner.approvals`); a parked turn recovered after a restart follows the run
+that answers it instead of asking again (:mod:`~fastagent_cli.channels.kit.resume`).
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
 from fastagent_cli.channels.kit.invoke import OnError, stream_turn
-from fastagent_cli.channels.kit.lifecycle import (
-    QueuedNotices,
-)
+from fastagent_cli.channels.kit.lifecycle import QueuedNotices
+from fastagent_cli.channels.kit.resume import ResumedTurn
 from fastagent_cli.channels.kit.turn_store import TurnRecord, TurnStore
-from fastagent_cli.contract import AgentEvent, ImageRef, Prompt, Scope
+from fastagent_cli.contract import AgentEvent, ApprovalRequested, Completed, ImageRef, Prompt, Scope
+from fastagent_cli.control import SessionControl
 
-__all__ = ["ChannelRunner", "FormatError", "RunnerParts", "folded"]
+__all__ = ["ApprovalPoster", "ChannelRunner", "FormatError", "RunnerParts", "folded"]
+
+log = logging.getLogger("fastagent.channel")
 
 ApiT = TypeVar("ApiT")
 NoticeT = TypeVar("NoticeT")
@@ -53,6 +59,14 @@ class RunnerParts(Generic[ApiT]):
     """Where the turns' attachments are saved (``<channel home>/files``)."""
     format_error: FormatError
     """``on_error``: the text a user reads when a turn fails (``""``: say nothing)."""
+    control: SessionControl | None = None
+    """The session hub (``ctx.control``): what a recovered turn follows while its approval waits."""
+
+
+class ApprovalPoster(Protocol):
+    """A platform's approvals: post the request of a turn's tool call where the turn was asked."""
+
+    async def ask(self, record: TurnRecord, event: ApprovalRequested) -> None: ...
 
 
 class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
@@ -65,6 +79,8 @@ class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
         self.buffers = parts.buffers
         self.files = parts.files
         self.format_error = parts.format_error
+        self.control = parts.control
+        self.approvals: ApprovalPoster | None = None
         self.label = label
         self.notices: QueuedNotices[NoticeT] = QueuedNotices()
 
@@ -79,7 +95,7 @@ class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
     async def aclose(self) -> None:
         await self.notices.aclose()
 
-    def answer(
+    async def answer(
         self,
         record: TurnRecord,
         fold: Fold,
@@ -87,13 +103,28 @@ class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
         images: Sequence[ImageRef] = (),
         scope: Scope | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """The Agent's events for ``record`` asked as ``prompt_text`` (the fold already in it)."""
-
-        async def completed() -> None:
-            await self.turns.remove(record["id"])
-            await self.buffers.commit_consumed(record["place"], fold.consumed)
-
-        prompt = Prompt(prompt_text, tuple(images))
-        return stream_turn(
-            self.agent, scope or Scope(record["session"]), prompt, label=self.label, on_completed=completed
-        )
+        """The Agent's events for ``record`` asked as ``prompt_text`` (the fold already in it);
+        for a parked turn recovered while its request still waits, the answering run's."""
+        resumed = None
+        if record.get("awaiting") and self.control is not None:
+            resumed = await ResumedTurn.open(self.control, record["session"])
+        if resumed is not None:
+            log.info(
+                "%s turn %s waits for its approval (session=%s): the answer resumes it",
+                self.label,
+                record["id"],
+                record["session"],
+            )
+            events = resumed.events()
+        else:
+            prompt = Prompt(prompt_text, tuple(images))
+            events = stream_turn(self.agent, scope or Scope(record["session"]), prompt, label=self.label)
+        async for event in events:
+            if isinstance(event, ApprovalRequested):
+                await self.turns.park(record["id"])
+                if self.approvals is not None:
+                    await self.approvals.ask(record, event)
+            elif isinstance(event, Completed):
+                await self.turns.remove(record["id"])
+                await self.buffers.commit_consumed(record["place"], fold.consumed)
+            yield event

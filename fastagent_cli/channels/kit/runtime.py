@@ -129,7 +129,13 @@ class ChannelRuntime:
         attachment folder, and ``on_error`` (the kit's default wording when unset)."""
         files = channel_home(state_root_of(ctx), self.kind) / "files"
         return RunnerParts(
-            ctx.agent, self.api, self.turns, self.buffers, files, on_error or default_error_message
+            ctx.agent,
+            self.api,
+            self.turns,
+            self.buffers,
+            files,
+            on_error or default_error_message,
+            getattr(ctx, "control", None),
         )
 
     def run_on(self, runner: _Runner) -> None:

@@ -275,6 +275,24 @@ class TurnStore(JournaledState[dict[str, TurnRecord]]):
             return "defer"
         return "run"
 
+    async def park(self, turn_id: str) -> None:
+        """The turn waits for an approval: mark it ``awaiting`` (a restart follows the session
+        instead of replaying it, :mod:`~fastagent_cli.channels.kit.resume`) and count its starts
+        from zero (reaching the wait shows it does not crash the process; a server restarted
+        while a person takes a day to answer must not drop it). Written whole before it returns:
+        the request is posted after it."""
+        record = self.state.get(turn_id)
+        if record is None or (record.get("awaiting") and not record["attempts"]):
+            return
+        try:
+            await self.commit(
+                {"op": "attempt", "id": turn_id, "attempts": 0},
+                {"op": "note", "id": turn_id, "fields": {"awaiting": True}},
+                sync=False,
+            )
+        except StateWriteError as exc:
+            log.warning("%s %s (a restart replays turn %s instead of waiting)", self.label, exc, turn_id)
+
     def note(self, turn_id: str, **fields: Any) -> None:
         """Record more about a pending turn (the message its preview lives in...), in the
         background: losing it costs only what it would have saved."""

@@ -8,7 +8,9 @@ field ``payload`` (a ``block_actions`` JSON), signed like the events (``X-Slack-
 the raw body: anything else is a 401). The press answers through the session hub
 (``by="slack:<user id>"``) when the presser asked the turn or is on ``[approval] allow_from``;
 anyone else gets an ephemeral note through the payload's ``response_url`` and nothing changes.
-Answered, the message is updated to say who decided (the buttons leave with the update).
+Answered, the message the press names is updated to say who decided (the buttons leave with the
+update). The request is kept in the channel's ``approvals`` state before it is posted
+(:class:`~fastagent_cli.channels.kit.approvals.ApprovalAsks`), so a press after a restart answers it.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 from aiohttp import web
 
+from fastagent_cli.channels.kit.approvals import GONE, NOT_YOURS, ApprovalAsks, answer_press, new_ask
 from fastagent_cli.channels.kit.runtime import BackgroundTasks
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError
 from fastagent_cli.channels.slack.verify import verify_slack_signature
@@ -37,20 +39,7 @@ log = logging.getLogger("fastagent.channel")
 INTERACTIVITY_ROUTE = "/slack/interactivity"
 APPROVE_ACTION = "fa_approval_approve"
 DENY_ACTION = "fa_approval_deny"
-NOT_YOURS = "Only the person who asked (or someone on the approval list) can answer this."
-GONE = "This request is no longer waiting for an answer."
 _ARGS_MAX = 2500
-
-
-@dataclass(slots=True)
-class _Ask:
-    session: str
-    channel: str
-    ts: str
-    tool: str
-    asker: str | None
-    answerers: tuple[str, ...]
-    summary: str
 
 
 def approval_blocks(event: ApprovalRequested) -> tuple[str, list[dict[str, Any]]]:
@@ -86,19 +75,27 @@ def approval_blocks(event: ApprovalRequested) -> tuple[str, list[dict[str, Any]]
 
 
 class SlackApprovals:
-    """The approval buttons of one mounted channel (asks of this process, by approval id)."""
+    """The approval buttons of one mounted channel (its open asks: :attr:`asks`)."""
 
     def __init__(
-        self, api: SlackApi, control: SessionControl | None, secret: str, tasks: BackgroundTasks
+        self,
+        api: SlackApi,
+        control: SessionControl | None,
+        secret: str,
+        tasks: BackgroundTasks,
+        asks: ApprovalAsks,
     ) -> None:
         self.api = api
         self.control = control
         self.secret = secret
         self.tasks = tasks
-        self._asks: dict[str, _Ask] = {}
+        self.asks = asks
 
     async def ask(self, record: Mapping[str, Any], event: ApprovalRequested) -> None:
+        """Keep the request, then post it with its buttons into the turn's thread."""
         text, blocks = approval_blocks(event)
+        summary = blocks[0]["text"]["text"]
+        await self.asks.add(event.id, new_ask(record["session"], record.get("user"), event, summary=summary))
         params = {
             "channel": record["channel"],
             "thread_ts": record.get("thread"),
@@ -106,22 +103,9 @@ class SlackApprovals:
             "blocks": blocks,
         }
         try:
-            posted = await self.api.call("chat.postMessage", params)
+            await self.api.call("chat.postMessage", params)
         except SlackApiError as exc:
             log.warning("[slack] could not post approval %s (answer it elsewhere): %s", event.id, exc)
-            return
-        ts = posted.get("ts")
-        if isinstance(ts, str):
-            user = record.get("user")
-            self._asks[event.id] = _Ask(
-                record["session"],
-                str(record["channel"]),
-                ts,
-                event.tool,
-                None if user is None else str(user),
-                event.answerers,
-                blocks[0]["text"]["text"],
-            )
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         """``POST /slack/interactivity``: verify, then answer the press (200 at once, as Slack asks)."""
@@ -150,34 +134,25 @@ class SlackApprovals:
         approval_id = str(action.get("value") or "")
         user = str((payload.get("user") or {}).get("id"))
         response_url = payload.get("response_url")
-        ask = self._asks.get(approval_id)
-        if ask is None or self.control is None:
-            self._ephemeral(response_url, GONE)
-            return
-        if user != ask.asker and user not in ask.answerers:
-            log.info("[slack] user %s may not answer approval %s: refused", user, approval_id)
-            self._ephemeral(response_url, NOT_YOURS)
-            return
         decision: Decision = "approve" if action.get("action_id") == APPROVE_ACTION else "deny"
-        result = await self.control.sessions.get(ask.session).answer_approval(
-            approval_id, decision, by=f"slack:{user}"
+        press, ask = await answer_press(
+            self.asks, self.control, approval_id, user, decision, by=f"slack:{user}"
         )
-        if not result.ok:
-            self._ephemeral(response_url, GONE)
-            if result.code in ("approval_closed", "no_such_approval"):
-                self._asks.pop(approval_id, None)
+        if press != "answered" or ask is None:
+            self._ephemeral(response_url, NOT_YOURS if press == "refused" else GONE)
             return
-        del self._asks[approval_id]
         verdict = ":white_check_mark: Approved" if decision == "approve" else ":x: Denied"
-        closed = f"{ask.summary}\n{verdict} by <@{user}>"
+        closed = f"{ask.get('summary', '')}\n{verdict} by <@{user}>"
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": closed}}]
-        self.tasks.spawn(self._update(ask, closed, blocks))
+        container = payload.get("container") if isinstance(payload.get("container"), Mapping) else {}
+        channel = (container or {}).get("channel_id") or (payload.get("channel") or {}).get("id")
+        ts = (container or {}).get("message_ts") or (payload.get("message") or {}).get("ts")
+        if isinstance(channel, str) and isinstance(ts, str):
+            self.tasks.spawn(self._update(channel, ts, closed, blocks))
 
-    async def _update(self, ask: _Ask, text: str, blocks: list[dict[str, Any]]) -> None:
+    async def _update(self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
         try:
-            await self.api.call(
-                "chat.update", {"channel": ask.channel, "ts": ask.ts, "text": text, "blocks": blocks}
-            )
+            await self.api.call("chat.update", {"channel": channel, "ts": ts, "text": text, "blocks": blocks})
         except SlackApiError as exc:
             log.warning("[slack] could not update approval message: %s", exc)
 

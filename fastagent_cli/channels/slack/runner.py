@@ -32,9 +32,8 @@ from fastagent_cli.channels.kit.lifecycle import (
 from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError, SlackTarget
-from fastagent_cli.channels.slack.approvals import SlackApprovals
 from fastagent_cli.channels.slack.deliver import render_reply, settle_notice
-from fastagent_cli.contract import AgentEvent, ApprovalRequested, Failed, ImageRef
+from fastagent_cli.contract import AgentEvent, Failed, ImageRef
 from fastagent_cli.errors import one_line
 
 __all__ = ["DROPPED_NOTICE", "MARKDOWN_HINT", "QUEUED_NOTICE", "SlackRunner", "is_turn"]
@@ -84,7 +83,6 @@ class SlackRunner(ChannelRunner[SlackApi, None]):
         ready: Callable[[], Awaitable[bool]],
     ) -> None:
         super().__init__(parts, label="[slack]")
-        self.approvals: SlackApprovals | None = None
         self.rendering = rendering
         self.disclaimer = disclaimer
         self.reactions = reactions
@@ -162,8 +160,6 @@ class SlackRunner(ChannelRunner[SlackApi, None]):
             return
         prompt = folded(record["text"], fold) + suffix + MARKDOWN_HINT
         async for event in self.answer(record, fold, prompt, images):
-            if isinstance(event, ApprovalRequested) and self.approvals is not None:
-                await self.approvals.ask(record, event)  # the buttons, in the thread
             yield event
 
     async def _attachments(self, record: TurnRecord, fold: Fold) -> tuple[list[ImageRef], str]:

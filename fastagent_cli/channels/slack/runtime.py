@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any, Protocol
 
+from fastagent_cli.channels.kit.approvals import ApprovalAsks
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state
 from fastagent_cli.channels.kit.participants import ThreadParticipants
@@ -93,6 +94,7 @@ class SlackRuntime(ChannelRuntime):
         self.turns = TurnStore(store, label="[slack]", is_record=is_turn, order=lambda r: r.get("seq", 0))
         self.buffers = ContextBuffer(store, label="[slack]", line=buffer_line)
         self.seen = SeenRing(store, label="[slack]")
+        self.asks = ApprovalAsks(store, label="[slack]")
         self.participants = ThreadParticipants(store, label="[slack]")
         self.welcomed = _Welcomed(store, label="[slack]", capacity=100_000)
         self.run_on(
@@ -106,7 +108,9 @@ class SlackRuntime(ChannelRuntime):
         )
         runner = self.runner
         assert isinstance(runner, SlackRunner)
-        self.approvals = runner.approvals = SlackApprovals(self.api, self.control, secret, self.tasks)
+        self.approvals = runner.approvals = SlackApprovals(
+            self.api, self.control, secret, self.tasks, self.asks
+        )
         self.team: str | None = None
         self.bot_user: str | None = None
         self.auth: asyncio.Task[bool] | None = None
@@ -115,7 +119,7 @@ class SlackRuntime(ChannelRuntime):
 
     @property
     def stores(self) -> tuple[Any, ...]:
-        return (self.turns, self.buffers, self.seen, self.participants, self.welcomed)
+        return (self.turns, self.buffers, self.seen, self.asks, self.participants, self.welcomed)
 
     # --- lifecycle ------------------------------------------------------------------------------
 

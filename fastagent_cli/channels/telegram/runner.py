@@ -25,10 +25,9 @@ from fastagent_cli.channels.kit.lifecycle import DROPPED_NOTICE, QUEUED_NOTICE, 
 from fastagent_cli.channels.kit.runner import ChannelRunner, RunnerParts, folded
 from fastagent_cli.channels.kit.turn_store import TurnRecord
 from fastagent_cli.channels.telegram.api import BotApi, Target, TelegramApiError
-from fastagent_cli.channels.telegram.approvals import TelegramApprovals
 from fastagent_cli.channels.telegram.deliver import stream_reply
 from fastagent_cli.channels.telegram.media import collect_buffered, resolve_attachments
-from fastagent_cli.contract import AgentEvent, ApprovalRequested, Failed
+from fastagent_cli.contract import AgentEvent, Failed
 from fastagent_cli.errors import one_line
 
 __all__ = ["DROPPED_NOTICE", "HTML_HINT", "QUEUED_NOTICE", "TurnRunner", "is_turn", "turn_order"]
@@ -69,7 +68,6 @@ def target_of(record: TurnRecord) -> Target:
 class TurnRunner(ChannelRunner[BotApi, "int | None"]):
     def __init__(self, parts: RunnerParts[BotApi]) -> None:
         super().__init__(parts, label="[telegram]")
-        self.approvals: TelegramApprovals | None = None
 
     async def notice(self, record: TurnRecord) -> int | None:
         try:
@@ -123,8 +121,6 @@ class TurnRunner(ChannelRunner[BotApi, "int | None"]):
             return
         prompt = folded(record["text"], fold) + attachments.suffix + HTML_HINT
         async for event in self.answer(record, fold, prompt, attachments.images):
-            if isinstance(event, ApprovalRequested) and self.approvals is not None:
-                await self.approvals.ask(record, event)  # the buttons, under the request
             yield event
 
     async def _tell_dropped(self, record: TurnRecord, preview_id: int | None) -> None:

@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any, Protocol
 
+from fastagent_cli.channels.kit.approvals import ApprovalAsks
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer
 from fastagent_cli.channels.kit.home import open_channel_state
 from fastagent_cli.channels.kit.invoke import OnError
@@ -61,11 +62,12 @@ class TelegramRuntime(ChannelRuntime):
         self.turns = TurnStore(store, label="[telegram]", is_record=is_turn, order=turn_order)
         self.buffers = ContextBuffer(store, label="[telegram]", line=buffer_line)
         self.seen = SeenRing(store, label="[telegram]")
+        self.asks = ApprovalAsks(store, label="[telegram]")
         self.api = BotApi(token, options.api_base_url)
         self.run_on(TurnRunner(self.runner_parts(ctx, options.on_error)))
         runner = self.runner
         assert isinstance(runner, TurnRunner)
-        self.approvals = runner.approvals = TelegramApprovals(self.api, self.control, self.tasks)
+        self.approvals = runner.approvals = TelegramApprovals(self.api, self.control, self.tasks, self.asks)
         self._lookup: asyncio.Task[None] | None = None
         self._looked_up = float("-inf")
         if self.bot_id is None:
@@ -114,4 +116,4 @@ class TelegramRuntime(ChannelRuntime):
 
     @property
     def stores(self) -> tuple[Any, ...]:
-        return (self.turns, self.buffers, self.seen)
+        return (self.turns, self.buffers, self.seen, self.asks)
