@@ -93,3 +93,48 @@ async def test_only_the_asker_answers_the_card(running: tuple[FakeFeishu, int]) 
     )
     status, late = await post(port, fake, fake.card_action(card_id, approve))
     assert late["toast"]["content"] == "This request is no longer waiting for an answer."
+
+
+async def test_the_card_is_answered_over_the_long_connection(tmp_path: Path) -> None:
+    """In long-connection mode the press arrives as a ``type: card`` frame: it is handled as the
+    HTTP callback is (only the asker answers) and its answer travels back in the response frame."""
+    root = tmp_path / "agent"
+    for rel, text in {
+        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
+        "fsmodel.py": MODEL,
+        "tools/deploy.py": DEPLOY,
+        "channels/feishu.py": (
+            "from fastagent_cli.channels import feishu_websocket_channel\n\n"
+            "channel = feishu_websocket_channel()\n"
+        ),
+        ".env": "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    async with FakeFeishu() as fake:
+        env = {"FEISHU_API_BASE_URL": fake.base_url}
+        async with ServerProcess.spawn(
+            "start", str(root), "--port", "0", "--bind", "127.0.0.1", env=env
+        ) as server:
+            await server.wait_for(r"\[feishu:ws\] connected")
+            await fake.push(fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice", message_id="om_a1"))
+            buttons = await fake.wait_until(lambda: fake.buttons("oc_p2p"), what="the approval card")
+            (card_id, approve), _ = buttons
+
+            async def press(operator: str) -> dict[str, Any]:
+                frame = await fake.push(fake.card_action(card_id, approve, operator=operator), kind="card")
+                return await fake.wait_until(
+                    lambda: next((a for a in fake.acks if a["message_id"] == frame), None),
+                    what="the card frame's answer",
+                )
+
+            refused = await press("ou_bob")
+            assert refused["code"] == 200 and refused["answer"]["toast"]["type"] == "error"
+            assert "card" not in refused["answer"]
+            answered = await press("ou_alice")
+            assert answered["answer"]["toast"] == {"type": "success", "content": "✅ Approved"}
+            closed = json.dumps(answered["answer"]["card"]["data"], ensure_ascii=False)
+            assert "Approved by <at id=ou_alice></at>" in closed
+            await fake.wait_until(
+                lambda: any("result: deployed prod" in t for t in fake.shown("oc_p2p")), what="the answer"
+            )
