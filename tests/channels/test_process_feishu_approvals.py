@@ -6,6 +6,7 @@ replaces the card with one saying who), and a press with a wrong verification to
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,43 @@ async def test_the_card_is_answered_over_the_long_connection(tmp_path: Path) -> 
             await fake.wait_until(
                 lambda: any("result: deployed prod" in t for t in fake.shown("oc_p2p")), what="the answer"
             )
+
+
+async def test_a_press_after_a_restart_resumes_the_turn(tmp_path: Path) -> None:
+    """The request is asked, ``start`` is killed (SIGKILL) while it waits, a new ``start`` comes
+    up on the same directory: the asker's press on the old card still finds its session, the turn
+    goes on, and its answer reaches the chat; no new request is asked."""
+    root = tmp_path / "agent"
+    for rel, text in {
+        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
+        "fsmodel.py": MODEL,
+        "tools/deploy.py": DEPLOY,
+        "channels/feishu.py": (
+            "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
+        ),
+        ".env": (
+            "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\nFEISHU_VERIFICATION_TOKEN=vtoken\n"
+        ),
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    args = ("start", str(root), "--port", "0", "--bind", "127.0.0.1")
+    async with FakeFeishu() as fake:
+        env = {"FEISHU_API_BASE_URL": fake.base_url}
+        async with ServerProcess.spawn(*args, env=env) as first:
+            port = await first.port()
+            ask = fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice")
+            assert (await post(port, fake, ask))[0] == 200
+            buttons = await fake.wait_until(lambda: fake.buttons("oc_p2p"), what="the approval card")
+            first.send(signal.SIGKILL)
+            await first.wait()
+        (card_id, approve), _ = buttons
+        async with ServerProcess.spawn(*args, env=env) as second:
+            port = await second.port()
+            status, answered = await post(port, fake, fake.card_action(card_id, approve))
+            assert status == 200 and answered["toast"] == {"type": "success", "content": "✅ Approved"}
+            await fake.wait_until(
+                lambda: any("result: deployed prod" in t for t in fake.shown("oc_p2p")), what="the answer"
+            )
+            # no new request after the restart: every card shown is the one request's
+            assert {value["fa_approval"] for _, value in fake.buttons("oc_p2p")} == {approve["fa_approval"]}
