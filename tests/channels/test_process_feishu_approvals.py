@@ -37,22 +37,32 @@ def deploy(env: str) -> str:
 '''
 
 
-@pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeFeishu, int]]:
-    root = tmp_path / "agent"
+HTTP_CHANNEL = "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
+WS_CHANNEL = (
+    "from fastagent_cli.channels import feishu_websocket_channel\n\nchannel = feishu_websocket_channel()\n"
+)
+CREDENTIALS = "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\n"
+
+
+def write_agent(
+    root: Path, channel: str = HTTP_CHANNEL, env: str = "FEISHU_VERIFICATION_TOKEN=vtoken\n"
+) -> None:
+    """The deploy agent with a Feishu channel (``channel``: its module) and its ``.env``."""
     for rel, text in {
         "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
         "fsmodel.py": MODEL,
         "tools/deploy.py": DEPLOY,
-        "channels/feishu.py": (
-            "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
-        ),
-        ".env": (
-            "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\nFEISHU_VERIFICATION_TOKEN=vtoken\n"
-        ),
+        "channels/feishu.py": channel,
+        ".env": CREDENTIALS + env,
     }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeFeishu, int]]:
+    root = tmp_path / "agent"
+    write_agent(root)
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
         async with ServerProcess.spawn(
@@ -100,18 +110,7 @@ async def test_the_card_is_answered_over_the_long_connection(tmp_path: Path) -> 
     """In long-connection mode the press arrives as a ``type: card`` frame: it is handled as the
     HTTP callback is (only the asker answers) and its answer travels back in the response frame."""
     root = tmp_path / "agent"
-    for rel, text in {
-        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
-        "fsmodel.py": MODEL,
-        "tools/deploy.py": DEPLOY,
-        "channels/feishu.py": (
-            "from fastagent_cli.channels import feishu_websocket_channel\n\n"
-            "channel = feishu_websocket_channel()\n"
-        ),
-        ".env": "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\n",
-    }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    write_agent(root, WS_CHANNEL, "")
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
         async with ServerProcess.spawn(
@@ -146,19 +145,7 @@ async def test_a_press_after_a_restart_resumes_the_turn(tmp_path: Path) -> None:
     up on the same directory: the asker's press on the old card still finds its session, the turn
     goes on, and its answer reaches the chat; no new request is asked."""
     root = tmp_path / "agent"
-    for rel, text in {
-        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
-        "fsmodel.py": MODEL,
-        "tools/deploy.py": DEPLOY,
-        "channels/feishu.py": (
-            "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
-        ),
-        ".env": (
-            "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\nFEISHU_VERIFICATION_TOKEN=vtoken\n"
-        ),
-    }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    write_agent(root)
     args = ("start", str(root), "--port", "0", "--bind", "127.0.0.1")
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
