@@ -3,7 +3,7 @@ main loop over a session link, on the :class:`~fastagent_cli.chat.screen.Session
 
 The loop shows the prompt while the session is idle on the screen and the run view while a run
 is (:attr:`SessionApp.showing_run`). What differs between the two commands is the app's
-:class:`~fastagent_cli.chat.side.Side`, a small strategy that comes with the link:
+:class:`Side`, a small strategy that comes with the link:
 
 * chat's (:class:`~fastagent_cli.chat.chat_side.ChatSide`, a local link: the in-process hub): a
   typed line is a command or starts a run, which the side drives (its invoke stream) and shows
@@ -23,23 +23,98 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Protocol
 
+from prompt_toolkit.completion import Completer
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.output import Output
 from rich.console import Console
 from rich.text import Text
 
-from fastagent_cli.chat.composer import TurnComposer
+from fastagent_cli.chat.attachments import PendingAttachments
+from fastagent_cli.chat.composer import ActionKind, TurnComposer
 from fastagent_cli.chat.log_notes import warnings_as_notes
 from fastagent_cli.chat.screen import SessionScreen
-from fastagent_cli.chat.side import Side
-from fastagent_cli.chat.status import status_fragments
+from fastagent_cli.chat.session_link import SessionLink
+from fastagent_cli.chat.status import StatusInfo, status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 
-__all__ = ["SessionApp"]
+__all__ = ["SessionApp", "Side"]
+
+
+class Side(Protocol):
+    """What chat and attach do differently on the one app: data, then the hooks its loop calls."""
+
+    @property
+    def link(self) -> SessionLink: ...
+
+    by: str
+    """Who answers the approvals asked on this screen."""
+    keys_hint: str
+    """The keys named under a run."""
+    erase_prompt: bool
+    """The prompt is erased once sent (attach: the session's events print the line)."""
+    notes_from_log: bool
+    """``fastagent.*`` warnings are printed as notes in the conversation (chat)."""
+    clock: Callable[[], float]
+    attachments: PendingAttachments
+
+    @property
+    def session_id(self) -> str:
+        """The session shown now."""
+        ...
+
+    def add_keys(self, kb: KeyBindings) -> None:
+        """The prompt keys of this side (Ctrl+C, Ctrl+D) added to the shared ones."""
+        ...
+
+    def completer(self) -> Completer: ...
+
+    def mount(self, app: SessionApp) -> None:
+        """Called once, when the app (its screen and prompt) exists."""
+        ...
+
+    def status(self) -> StatusInfo: ...
+
+    async def open(self) -> None:
+        """Before the loop: connect or load, print the banner."""
+        ...
+
+    def queued(self) -> str | None:
+        """A prompt to send instead of reading one (a steer that came too late)."""
+        ...
+
+    async def start(self, text: str) -> None:
+        """Send ``text`` as the next prompt."""
+        ...
+
+    async def line(self, text: str) -> None:
+        """A line entered on the prompt."""
+        ...
+
+    def submit(self, text: str, kind: ActionKind) -> None:
+        """A line entered under a run (the composer's Enter or Alt+Enter)."""
+        ...
+
+    def interrupt(self) -> None:
+        """Ctrl+C under a run."""
+        ...
+
+    async def during_run(self) -> None:
+        """While the run view is up; returns when it should come down."""
+        ...
+
+    async def close(self) -> None:
+        """After the loop."""
+        ...
+
+    def ended(self) -> int:
+        """The exit code, or raise what ended the app."""
+        ...
 
 
 class _Suspend(Exception):

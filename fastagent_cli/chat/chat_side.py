@@ -1,4 +1,4 @@
-"""Chat's :class:`~fastagent_cli.chat.side.Side` of the one app: a local link (the in-process
+"""Chat's :class:`~fastagent_cli.chat.app.Side` of the one app: a local link (the in-process
 session hub), runs that the chat starts and drives.
 
 Keys: Enter sends; Alt+Enter (Esc Enter) or Ctrl+J inserts a newline; pasted text is inserted as

@@ -1,4 +1,4 @@
-"""Attach's :class:`~fastagent_cli.chat.side.Side` of the one app: a remote link (``/control``),
+"""Attach's :class:`~fastagent_cli.chat.app.Side` of the one app: a remote link (``/control``),
 runs that come from the session's live events (whoever started them: a channel, a schedule,
 another client, this attach), so the screen switches between the prompt (idle) and the run view
 as the events say.
