@@ -43,7 +43,7 @@ from fastagent_cli.chat.session_link import SessionLink
 from fastagent_cli.chat.status import StatusInfo, status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
 
-__all__ = ["SessionApp", "Side"]
+__all__ = ["Mounted", "SessionApp", "Side"]
 
 
 class Side(Protocol):
@@ -115,6 +115,20 @@ class Side(Protocol):
     def ended(self) -> int:
         """The exit code, or raise what ended the app."""
         ...
+
+
+class Mounted:
+    """What both sides keep of the app that mounted them (:meth:`Side.mount` calls ``super()``)."""
+
+    _app: SessionApp | None = None
+
+    @property
+    def app(self) -> SessionApp:
+        assert self._app is not None, "mounted by the app"
+        return self._app
+
+    def mount(self, app: SessionApp) -> None:
+        self._app = app
 
 
 class _Suspend(Exception):

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prompt_toolkit.completion import Completer
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.text import Text
 
+from fastagent_cli.chat.app import Mounted, SessionApp
 from fastagent_cli.chat.commands import dispatch
 from fastagent_cli.chat.completion import SlashCompleter
 from fastagent_cli.chat.composer import ActionKind
@@ -38,9 +39,6 @@ from fastagent_cli.chat.turn_keys import watch_turn_keys
 from fastagent_cli.chat.turns import TurnRun
 from fastagent_cli.control import SessionEventStream
 from fastagent_cli.errors import FastagentError
-
-if TYPE_CHECKING:
-    from fastagent_cli.chat.app import SessionApp
 
 __all__ = ["KEYS", "ChatSide"]
 
@@ -59,7 +57,7 @@ class _OwnRun:
     actions: list[asyncio.Task[None]] = field(default_factory=list)
 
 
-class ChatSide:
+class ChatSide(Mounted):
     by = "chat"
     keys_hint = "Ctrl+C interrupts"
     erase_prompt = False
@@ -74,12 +72,6 @@ class ChatSide:
         self._next: list[str] = []
         """Steers that came too late for their run: sent as the next prompts."""
         self._own: _OwnRun | None = None
-        self._app: SessionApp | None = None
-
-    @property
-    def app(self) -> SessionApp:
-        assert self._app is not None, "mounted by the app"
-        return self._app
 
     @property
     def session_id(self) -> str:
@@ -104,7 +96,7 @@ class ChatSide:
         return SlashCompleter(self.ctl)
 
     def mount(self, app: SessionApp) -> None:
-        self._app = app
+        super().mount(app)
         app.prompt.default_buffer.on_text_changed += self._disarm
 
     def _disarm(self, _buffer: object) -> None:

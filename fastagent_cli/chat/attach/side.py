@@ -21,12 +21,12 @@ import getpass
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import Completer, WordCompleter
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.text import Text
 
+from fastagent_cli.chat.app import Mounted, SessionApp
 from fastagent_cli.chat.attach.actions import KEYS, AttachActions
 from fastagent_cli.chat.attach.follow import AttachEnded, Follower
 from fastagent_cli.chat.attach.link import Link
@@ -37,15 +37,12 @@ from fastagent_cli.chat.status import StatusInfo, UsageTotals, format_tokens
 from fastagent_cli.chat.transcript import Transcript
 from fastagent_cli.control import SessionState
 
-if TYPE_CHECKING:
-    from fastagent_cli.chat.app import SessionApp
-
 __all__ = ["SLASH_WORDS", "AttachSide"]
 
 SLASH_WORDS = ["/abort", "/commands", "/help", "/detach", *(f"/{name}" for name in SHARED)]
 
 
-class AttachSide:
+class AttachSide(Mounted):
     keys_hint = "Ctrl+C detaches · /abort stops the run"
     erase_prompt = True
     notes_from_log = False
@@ -70,19 +67,13 @@ class AttachSide:
         self._connection: str | None = None
         self._fatal: str | None = None
         self._follower_task: asyncio.Task[None] | None = None
-        self._app: SessionApp | None = None
-
-    @property
-    def app(self) -> SessionApp:
-        assert self._app is not None, "mounted by the app"
-        return self._app
 
     @property
     def session_id(self) -> str:
         return self.session
 
     def mount(self, app: SessionApp) -> None:
-        self._app = app
+        super().mount(app)
         self.transcript = Transcript(app.renderer, self.clock, history=self.history)
         self.actions = AttachActions(self, app.ui, app.renderer.note)
         self.follower = Follower(
