@@ -1,55 +1,144 @@
-"""The terminal chat: a prompt-toolkit prompt with history, completion and a status toolbar, and
-turns rendered with rich.
+"""The one terminal app of ``fastagent chat`` and ``fastagent attach``: :class:`SessionApp`, one
+main loop over a session link, on the :class:`~fastagent_cli.chat.screen.SessionScreen`.
 
-Keys: Enter sends; Alt+Enter (Esc Enter) or Ctrl+J inserts a newline; pasted text is inserted as
-is (bracketed paste), newlines included; Ctrl+T shows or hides thinking; Ctrl+C interrupts a
-running turn (or ``/compact``), clears a non-empty prompt, and on an empty prompt arms exit (a
-second Ctrl+C exits); Ctrl+D on an empty prompt exits. The prompt history is kept in ``<state
-root>/chat_history``.
+The loop shows the prompt while the session is idle on the screen and the run view while a run
+is (:attr:`SessionApp.showing_run`). What differs between the two commands is the app's
+:class:`Side`, a small strategy that comes with the link:
 
-While an answer streams, typing goes to a composer under it (:mod:`.composer`): Enter steers the
-run with it, Alt+Enter queues it as a follow-up; the run's queue and each prompt it takes in are
-shown as they happen. A steer that arrives after the answer finished is sent as the next prompt;
-text typed and not sent starts the next prompt.
+* chat's (:class:`~fastagent_cli.chat.chat_side.ChatSide`, a local link: the in-process hub): a
+  typed line is a command or starts a run, which the side drives (its invoke stream) and shows
+  from the session's events; the run view lasts as long as that run, Ctrl+C interrupts it; on the
+  prompt Ctrl+C clears, twice exits; a steer that came too late is the next prompt;
+* attach's (:class:`~fastagent_cli.chat.attach.side.AttachSide`, a remote link over
+  ``/control``): it follows the session's events while idle too, so the run view comes and goes
+  as they say, whoever started the run; a typed line is handled in the background; Ctrl+C
+  detaches; the prompt is erased once sent (the session's events print the line).
 
-A turn's invoke stream only drives it (and yields its answer and usage): the screen shows the run
-from the session's live events, through the :class:`~fastagent_cli.chat.transcript.Transcript`
-``attach`` draws with.
+Either way the prompt can be taken down for something to print (:meth:`SessionApp.printing`) and
+comes back with what was typed in it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
+from prompt_toolkit.completion import Completer
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.output import Output
 from rich.console import Console
 from rich.text import Text
 
-from fastagent_cli.chat.commands import dispatch
-from fastagent_cli.chat.completion import SlashCompleter
+from fastagent_cli.chat.attachments import PendingAttachments
 from fastagent_cli.chat.composer import ActionKind, TurnComposer
-from fastagent_cli.chat.controller import ChatController, SessionInfo
 from fastagent_cli.chat.log_notes import warnings_as_notes
-from fastagent_cli.chat.run_actions import send_to_run
-from fastagent_cli.chat.run_view import RunView
 from fastagent_cli.chat.screen import SessionScreen
-from fastagent_cli.chat.status import status_fragments
+from fastagent_cli.chat.session_link import SessionLink
+from fastagent_cli.chat.status import StatusInfo, status_fragments
 from fastagent_cli.chat.terminal_ui import TerminalUI
-from fastagent_cli.chat.turn_keys import watch_turn_keys
-from fastagent_cli.errors import FastagentError
 
-__all__ = ["ChatApp"]
+__all__ = ["Mounted", "SessionApp", "Side"]
 
 
-class ChatApp(SessionScreen):
+class Side(Protocol):
+    """What chat and attach do differently on the one app: data, then the hooks its loop calls."""
+
+    @property
+    def link(self) -> SessionLink: ...
+
+    by: str
+    """Who answers the approvals asked on this screen."""
+    keys_hint: str
+    """The keys named under a run."""
+    erase_prompt: bool
+    """The prompt is erased once sent (attach: the session's events print the line)."""
+    notes_from_log: bool
+    """``fastagent.*`` warnings are printed as notes in the conversation (chat)."""
+    clock: Callable[[], float]
+    attachments: PendingAttachments
+
+    @property
+    def session_id(self) -> str:
+        """The session shown now."""
+        ...
+
+    def add_keys(self, kb: KeyBindings) -> None:
+        """The prompt keys of this side (Ctrl+C, Ctrl+D) added to the shared ones."""
+        ...
+
+    def completer(self) -> Completer: ...
+
+    def mount(self, app: SessionApp) -> None:
+        """Called once, when the app (its screen and prompt) exists."""
+        ...
+
+    def status(self) -> StatusInfo: ...
+
+    async def open(self) -> None:
+        """Before the loop: connect or load, print the banner."""
+        ...
+
+    def queued(self) -> str | None:
+        """A prompt to send instead of reading one (a steer that came too late)."""
+        ...
+
+    async def start(self, text: str) -> None:
+        """Send ``text`` as the next prompt."""
+        ...
+
+    async def line(self, text: str) -> None:
+        """A line entered on the prompt."""
+        ...
+
+    def submit(self, text: str, kind: ActionKind) -> None:
+        """A line entered under a run (the composer's Enter or Alt+Enter)."""
+        ...
+
+    def interrupt(self) -> None:
+        """Ctrl+C under a run."""
+        ...
+
+    async def during_run(self) -> None:
+        """While the run view is up; returns when it should come down."""
+        ...
+
+    async def close(self) -> None:
+        """After the loop."""
+        ...
+
+    def ended(self) -> int:
+        """The exit code, or raise what ended the app."""
+        ...
+
+
+class Mounted:
+    """What both sides keep of the app that mounted them (:meth:`Side.mount` calls ``super()``)."""
+
+    _app: SessionApp | None = None
+
+    @property
+    def app(self) -> SessionApp:
+        assert self._app is not None, "mounted by the app"
+        return self._app
+
+    def mount(self, app: SessionApp) -> None:
+        self._app = app
+
+
+class _Suspend(Exception):
+    """Takes the prompt down (a run started, something prints, the end)."""
+
+
+class SessionApp(SessionScreen):
     def __init__(
         self,
-        ctl: ChatController,
+        side: Side,
         *,
         console: Console | None = None,
         input: Input | None = None,
@@ -58,197 +147,169 @@ class ChatApp(SessionScreen):
         show_thinking: bool = True,
     ) -> None:
         super().__init__(
-            ctl.link,
-            lambda: ctl.session,
-            by="chat",
+            side.link,
+            lambda: side.session_id,
+            by=side.by,
             console=console,
             input=input,
             output=output,
             show_thinking=show_thinking,
-            clock=ctl.clock,
+            clock=side.clock,
+            keys_hint=side.keys_hint,
         )
-        self.ctl = ctl
+        self.side = side
         self.ui = TerminalUI(self.console, self.renderer, self.input, self.output)
-        self._exit_armed = False
-        self._next: list[str] = []
-        """Steers that came too late for their run: sent as the next prompts."""
+        self.showing_run = False
+        """A run is (to be) on the screen: the loop shows the run view, a line typed steers it."""
+        self._run_shown = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._prompting = False
+        self._print_requests = 0
+        self._prompt_down = asyncio.Event()
+        kb = self.prompt_keys(side.attachments)
+        side.add_keys(kb)
         self.prompt = self.make_prompt(
-            self._bindings(),
-            ctl.attachments,
-            completer=SlashCompleter(ctl),
+            kb,
+            side.attachments,
+            completer=side.completer(),
             toolbar=self._toolbar,
             history_path=history_path,
+            **({"erase_when_done": True} if side.erase_prompt else {}),
         )
-        self.prompt.default_buffer.on_text_changed += self._disarm
-
-    # --- prompt ---------------------------------------------------------------------------------
-
-    def _bindings(self) -> KeyBindings:
-        kb = self.prompt_keys(self.ctl.attachments)
-
-        @kb.add("c-c")
-        def _ctrl_c(event: KeyPressEvent) -> None:
-            buffer = event.current_buffer
-            if buffer.text:
-                buffer.reset()
-                self._exit_armed = False
-            elif self._exit_armed:
-                event.app.exit(exception=EOFError())
-            else:
-                self._exit_armed = True
-                event.app.invalidate()
-
-        return kb
-
-    def _disarm(self, _buffer: object) -> None:
-        self._exit_armed = False
+        side.mount(self)
 
     def _toolbar(self) -> StyleAndTextTuples:
-        return list(self._status_fragments())
-
-    def _status_fragments(self) -> list[tuple[str, str]]:
-        hint = "Ctrl+C again to exit" if self._exit_armed else ""
+        info = self.side.status()
         if not self.renderer.show_thinking:
-            hint = (hint + "  thinking hidden").strip()
-        return status_fragments(self.ctl.status(hint))
+            info = dataclasses.replace(info, hint=(info.hint + "  thinking hidden").strip())
+        return list(status_fragments(info))
 
-    # --- main loop ------------------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """Redraw the prompt's status line (when the prompt is up)."""
+        if self._prompting and self.prompt.app.is_running:
+            self.prompt.app.invalidate()
+
+    # --- the main loop --------------------------------------------------------------------------
 
     async def run(self) -> int:
-        info = await self.ctl.load()
-        self._banner(info)
-        # The terminal stays raw for the whole chat, not only while a prompt or a turn reads it:
-        # keys typed in between are neither echoed into the output nor turned from Enter (\r)
-        # into Ctrl+J (\n) by the tty; they wait as type-ahead for the next prompt.
-        with self.input.raw_mode(), warnings_as_notes(self.renderer):
-            while await self._one_line():
-                pass
-        return 0
-
-    async def _one_line(self) -> bool:
-        """Read and handle one prompt; ``False`` when the chat should end."""
-        self.prompts_shown += 1
-        if self._next:
-            text = self._next.pop(0)
-            self.console.print(Text(f"› {text}", "bold"))
-            await self.turn(text)
-            return True
+        await self.side.open()
         try:
-            text = await self.prompt.prompt_async(default=self._draft)
-        except EOFError:
-            return False
+            # The terminal stays raw for the whole app, not only while a prompt or a run reads it:
+            # keys typed in between are neither echoed into the output nor turned from Enter (\r)
+            # into Ctrl+J (\n) by the tty; they wait as type-ahead for the next prompt.
+            notes: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+            if self.side.notes_from_log:
+                notes = warnings_as_notes(self.renderer)
+            with self.input.raw_mode(), notes:
+                while not self._ended.is_set():
+                    self._wake.clear()
+                    if self.showing_run:
+                        await self._show_run()
+                    else:
+                        await self._show_prompt()
         finally:
-            self._draft = ""
-        self._exit_armed = False
-        if not text.strip():
-            return True
-        if text.split(maxsplit=1)[0] == "/compact":
-            await self._interruptible_command(text.strip())
-            return True
-        if text.startswith("/") and not text.startswith("//"):
-            outcome = await dispatch(self.ctl, self.ui, text.strip())
-            if outcome.exit:
-                return False
-            if outcome.send is None:
-                return True
-            text = outcome.send
-        elif text.startswith("//"):
-            text = text[1:]
-        await self.turn(text)
-        return True
+            await self.side.close()
+        return self.side.ended()
 
-    def _banner(self, info: SessionInfo) -> None:
-        ctl = self.ctl
-        head = Text.assemble(
-            ("fastagent chat", "bold"),
-            (f" · {ctl.opened.name} · {ctl.model} · thinking {ctl.thinking}", "dim"),
-        )
-        self.console.print(head)
-        if info.exists:
-            self.console.print(Text(f"resumed session {info.session}: {info.messages} messages", "cyan"))
-            if info.last_prompt or info.last_answer:
-                self.ui.show_session(info.last_prompt, info.last_answer)
-        else:
-            self.console.print(Text(f"new session {info.session}", "dim"))
-        self.console.print(
-            Text(
-                "Enter sends · Alt+Enter or Ctrl+J newline · /help · Ctrl+C interrupts · Ctrl+D exits",
-                "dim",
-            )
-        )
+    def end(self) -> None:
+        """Leave the loop (exit, detach) once what is on the screen comes down."""
+        self._ended.set()
+        self._wake.set()
 
-    async def _interruptible_command(self, line: str) -> None:
-        """A long command (``/compact``) that Ctrl+C stops."""
-        self.console.print(Text("compacting the session… (Ctrl+C aborts)", "dim"))
-        task = asyncio.create_task(dispatch(self.ctl, self.ui, line))
-        with watch_turn_keys(self.input, lambda: _cancel(task), self.toggle_thinking):
-            await asyncio.wait({task})
-        if task.cancelled():
-            self.ui.info("compaction aborted; the history is unchanged")
-
-    # --- a turn ---------------------------------------------------------------------------------
-
-    async def turn(self, text: str) -> None:
-        """Run ``text``: its invoke stream drives the run (Ctrl+C closes it, which aborts the run),
-        and what the screen shows of it comes from the session's events, through the same
-        :class:`~fastagent_cli.chat.transcript.Transcript` that ``attach`` draws with."""
-        try:
-            run = await self.ctl.begin_turn(text)
-        except FastagentError as exc:
-            self.ui.error(exc.message)
+    async def _show_prompt(self) -> None:
+        if self._print_requests:  # asked while the last prompt was ending
+            await self._let_print()
             return
-        actions: list[asyncio.Task[None]] = []
-
-        def submit(typed: str, kind: ActionKind) -> None:
-            actions.append(asyncio.create_task(self._act(typed, kind)))
-
-        composer = TurnComposer(submit)
-        view = RunView(self.renderer, self.ctl.clock, self.ctl.tools, self.approvals)
-        events = self.ctl.hub_session().events()  # before the run starts: nothing is missed
-        watcher = asyncio.create_task(view.follow(events))
-        task = asyncio.create_task(run.run())
-        async with self.run_view(composer, lambda: view.interrupt(task)):
-            try:
-                await asyncio.wait({task})
-            finally:
-                if not task.done():
-                    task.cancel()
+        self.prompts_shown += 1
+        queued = self.side.queued()
+        if queued is not None:
+            self.console.print(Text(f"› {queued}", "bold"))
+            await self.side.start(queued)
+            return
+        self._prompting = True
+        task = asyncio.create_task(self.prompt.prompt_async(default=self._draft))
+        self._draft = ""
+        try:
+            while not task.done():
+                self._wake.clear()
+                if self.showing_run or self._print_requests or self._ended.is_set():
+                    self._draft = self.prompt.default_buffer.text
+                    if self.prompt.app.is_running:
+                        self.prompt.app.exit(exception=_Suspend())
                     await asyncio.wait({task})
-                await asyncio.gather(*actions, return_exceptions=True)
-                await self.approvals.settle()
-                # The run's events were published before its invoke stream ended: what the watcher
-                # has not shown yet is buffered, and is shown now, in order.
-                watcher.cancel()
-                await asyncio.gather(watcher, return_exceptions=True)
-                for event in events.drain():
-                    view.show(event)
-                await events.aclose()
-                if view.lost:  # the stream closed under the watcher (too far behind): the record has it
-                    await view.catch_up(self.ctl.hub_session())
-                self.approvals.forget()  # the run is over: nothing of it waits in this process
-                if task.cancelled():
-                    run.mark_interrupted()
-                    if not view.settled:  # the run's settlement never reached the screen
-                        self.renderer.interrupted(self.ctl.tools.interrupt_running(self.ctl.clock()))
-                elif (error := task.exception()) is not None:
-                    self.ui.error(f"internal error in the chat: {type(error).__name__}: {error}")
-                elif not view.started and run.failure is not None:  # refused before it began (busy)
-                    self.renderer.failed(run.failure)
-        await self.ctl.end_turn(run)
-
-    async def _act(self, text: str, kind: ActionKind) -> None:
-        """Send a steer / follow-up typed during the turn; too late for this run: the next prompt."""
+                    break
+                woke = asyncio.create_task(self._wake.wait())
+                await asyncio.wait({task, woke}, return_when=asyncio.FIRST_COMPLETED)
+                woke.cancel()
+        finally:
+            self._prompting = False
         try:
-            sent = await send_to_run(self.ctl.hub_session(), text, kind)
-        except FastagentError as exc:
-            self.renderer.note(f"✗ {exc.message}", "red")
+            text = task.result()
+        except _Suspend:
+            await self._let_print()
             return
-        if sent.late:
-            self._next.append(text)
-            self.renderer.note("↳ the answer finished first: sending it as the next prompt")
-        elif sent.refused is not None:
-            self.renderer.note(f"✗ {sent.refused}", "red")
+        except (EOFError, KeyboardInterrupt):
+            self.end()
+            return
+        # Nothing awaits between a side starting a run here and the run view coming up at the top
+        # of the loop: a key read ahead (Ctrl+C right after Enter) finds the run to interrupt.
+        await self.side.line(text)
 
+    async def _let_print(self) -> None:
+        """The prompt is down: let whoever asked print, until nobody needs to."""
+        self._prompt_down.set()
+        try:
+            while self._print_requests and not self._ended.is_set():
+                self._wake.clear()
+                await self._wake.wait()
+        finally:
+            self._prompt_down.clear()
 
-def _cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
+    async def _show_run(self) -> None:
+        async with self.run_view(TurnComposer(self.side.submit), self.side.interrupt):
+            self._run_shown.set()
+            try:
+                await self.side.during_run()
+            finally:
+                self._run_shown.clear()
+
+    async def until_run_left(self) -> None:
+        """Wait while the run view should stay up (:meth:`leave_run` or :meth:`end` takes it down)."""
+        while self.showing_run and not self._ended.is_set():
+            self._wake.clear()
+            await self._wake.wait()
+
+    # --- what a side (and attach's follower) drives ---------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def printing(self) -> AsyncIterator[None]:
+        """Hold the prompt down while the body prints (a no-op while a run is shown)."""
+        if not self._prompting:
+            yield
+            return
+        self._print_requests += 1
+        self._wake.set()
+        try:
+            await self._prompt_down.wait()
+            yield
+        finally:
+            self._print_requests -= 1
+            self._wake.set()
+
+    def show_run(self) -> None:
+        """Show the run view at the loop's next turn (the side that calls it is in the loop)."""
+        self.showing_run = True
+
+    async def enter_run(self) -> None:
+        """Bring the run view up from outside the loop, and wait until it is."""
+        if self.showing_run and self._run_shown.is_set():
+            return
+        self.showing_run = True
+        self._wake.set()
+        await self._run_shown.wait()
+
+    async def leave_run(self) -> None:
+        if self.showing_run:
+            self.showing_run = False
+            self._wake.set()

@@ -84,9 +84,10 @@ async def launch(
             from fastagent_cli.chat.plain import run_plain
 
             return await run_plain(ctl, stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr)
-        from fastagent_cli.chat.app import ChatApp
+        from fastagent_cli.chat.app import SessionApp
+        from fastagent_cli.chat.chat_side import ChatSide
 
-        app = ChatApp(ctl, history_path=opened.state_root / HISTORY_NAME)
+        app = SessionApp(ChatSide(ctl), history_path=opened.state_root / HISTORY_NAME)
         return await app.run()
     finally:
         await opened.aclose()

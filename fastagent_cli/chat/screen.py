@@ -3,9 +3,10 @@
 renderer, the inline approval prompt, the ``›`` prompt with its attachment chip, and the run view
 (the live region, the composer under it, the keys while a run is shown).
 
-The two hosts differ only in who drives: chat's loop reads a prompt and drives the run it starts
-(:class:`~fastagent_cli.chat.app.ChatApp`); attach's follows the session's events and switches
-between the prompt and the run view as they say (:class:`~fastagent_cli.chat.attach.app.AttachApp`).
+The one app over it is :class:`~fastagent_cli.chat.app.SessionApp` (one main loop); what differs
+between chat and attach (who drives the runs, whether the session is followed while idle) is the
+app's side (:class:`~fastagent_cli.chat.chat_side.ChatSide`,
+:class:`~fastagent_cli.chat.attach.side.AttachSide`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from fastagent_cli.assembly import OpenedAgent, open_agent_dir
-from fastagent_cli.chat.app import ChatApp
+from fastagent_cli.chat.app import SessionApp
+from fastagent_cli.chat.chat_side import ChatSide
 from fastagent_cli.chat.controller import ChatController
 from fastagent_cli.tools.base import Tool
 from fastagent_cli.tools.define import tool
@@ -99,8 +100,8 @@ class ChatHarness:
         console = Console(file=self.buffer, width=100, force_terminal=False, color_system=None)
         self.ctl = ChatController(self.opened, session)
         self.inp = inp
-        self.app = ChatApp(
-            self.ctl,
+        self.app = SessionApp(
+            ChatSide(self.ctl),
             console=console,
             input=inp,
             output=DummyOutput(),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,10 +28,10 @@ from aiohttp import web
 from fastagent_cli.channels.kit.approvals import GONE, NOT_YOURS, ApprovalAsks, answer_press, new_ask
 from fastagent_cli.channels.kit.runtime import BackgroundTasks
 from fastagent_cli.channels.slack.api import SlackApi, SlackApiError
-from fastagent_cli.channels.slack.verify import verify_slack_signature
+from fastagent_cli.channels.slack.verify import signed_body
 from fastagent_cli.contract import ApprovalRequested
 from fastagent_cli.control import Decision, SessionControl
-from fastagent_cli.serving.body import read_post_body, text_response
+from fastagent_cli.serving.body import text_response
 
 __all__ = ["APPROVE_ACTION", "DENY_ACTION", "INTERACTIVITY_ROUTE", "SlackApprovals", "approval_blocks"]
 
@@ -74,22 +75,16 @@ def approval_blocks(event: ApprovalRequested) -> tuple[str, list[dict[str, Any]]
     return f"Approve {event.tool}?", blocks
 
 
+@dataclass(eq=False, slots=True)
 class SlackApprovals:
     """The approval buttons of one mounted channel (its open asks: :attr:`asks`)."""
 
-    def __init__(
-        self,
-        api: SlackApi,
-        control: SessionControl | None,
-        secret: str,
-        tasks: BackgroundTasks,
-        asks: ApprovalAsks,
-    ) -> None:
-        self.api = api
-        self.control = control
-        self.secret = secret
-        self.tasks = tasks
-        self.asks = asks
+    api: SlackApi
+    control: SessionControl | None
+    secret: str
+    """The signing secret the presses are signed with."""
+    tasks: BackgroundTasks
+    asks: ApprovalAsks
 
     async def ask(self, record: Mapping[str, Any], event: ApprovalRequested) -> None:
         """Keep the request, then post it with its buttons into the turn's thread."""
@@ -109,15 +104,9 @@ class SlackApprovals:
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         """``POST /slack/interactivity``: verify, then answer the press (200 at once, as Slack asks)."""
-        raw = await read_post_body(request)
+        raw = await signed_body(request, self.secret, "an interaction")
         if isinstance(raw, web.Response):
             return raw
-        headers = request.headers
-        if not verify_slack_signature(
-            self.secret, headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature"), raw
-        ):
-            log.warning("[slack] rejected an interaction with an invalid or stale X-Slack-Signature")
-            return text_response("invalid signature\n", 401)
         try:
             payload = json.loads(parse_qs(raw.decode("utf-8")).get("payload", [""])[0])
         except (ValueError, UnicodeDecodeError):

@@ -10,8 +10,8 @@ from aiohttp import web
 from fastagent_cli.channels.kit.routes import ChannelRoutes, Redelivery, WebhookIngress
 from fastagent_cli.channels.slack.approvals import INTERACTIVITY_ROUTE
 from fastagent_cli.channels.slack.intake import SlackIntake
-from fastagent_cli.channels.slack.verify import verify_slack_signature
-from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
+from fastagent_cli.channels.slack.verify import signed_body
+from fastagent_cli.serving.body import json_object_or_400, text_response
 
 __all__ = ["ROUTE", "SlackIngress"]
 
@@ -34,18 +34,10 @@ class SlackIngress(WebhookIngress[SlackIntake]):
         return ChannelRoutes(routes, start=self.intake.start, close=self.intake.aclose)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        raw = await read_post_body(request)
+        raw = await signed_body(request, self.intake.secret, "an event")
         if isinstance(raw, web.Response):
             return raw
         headers = request.headers
-        if not verify_slack_signature(
-            self.intake.secret,
-            headers.get("x-slack-request-timestamp"),
-            headers.get("x-slack-signature"),
-            raw,
-        ):
-            log.warning("[slack] rejected an event with an invalid or stale X-Slack-Signature")
-            return text_response("invalid signature\n", 401)
         envelope = json_object_or_400(raw)
         if isinstance(envelope, web.Response):
             return envelope

@@ -6,8 +6,8 @@
 * :mod:`.link`: the endpoint, ``control.json`` re-read after a restart, the reconnect budgets;
 * :mod:`.ops`: chat's shared commands (:mod:`fastagent_cli.chat.session_commands`) over ``/control``;
 * :mod:`.actions`: what a typed line does;
-* :mod:`.app`: the loop switching between the prompt and the run view, on chat's
-  :class:`~fastagent_cli.chat.screen.SessionScreen`.
+* :mod:`.side`: attach's side of the one app (:class:`~fastagent_cli.chat.app.SessionApp`, chat's
+  too): the follower's screen, the banner, the status line, the detach.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from fastagent_cli.chat.attach.app import AttachApp
+from fastagent_cli.chat.app import SessionApp
 from fastagent_cli.chat.attach.link import Endpoint, Link
+from fastagent_cli.chat.attach.side import AttachSide
 
-__all__ = ["AttachApp", "Endpoint", "Link", "attach"]
+__all__ = ["AttachSide", "Endpoint", "Link", "attach"]
 
 
 async def attach(
@@ -33,5 +34,5 @@ async def attach(
     """Attach to ``session`` at ``endpoint`` (``discover`` reads a local serve's ``control.json``
     (``source``) again after a restart; ``None`` for a remote one). 0 once detached;
     :class:`~fastagent_cli.chat.attach.follow.AttachEnded` (exit 1) when it gives up."""
-    app = AttachApp(Link(endpoint, discover, source), session, history=history, history_path=history_path)
-    return await app.run()
+    side = AttachSide(Link(endpoint, discover, source), session, history=history)
+    return await SessionApp(side, history_path=history_path).run()
