@@ -1,7 +1,8 @@
 """Attachments in the chat: ``/attach PATH`` (or pasting a file's path, as a terminal does when a
-file is dropped on it) adds an image or a text file to the next prompt; the pending ones show as a
-chip above the input (``📎 photo.jpg · notes.md``); ``/attach`` lists them, ``/attach clear``
-drops them. They go with the next prompt sent, then the chip is empty again.
+file is dropped on it) adds an image, a PDF or a text file to the next prompt; the pending ones
+show as a chip above the input (``📎 photo.jpg · 📄 report.pdf · notes.md``); ``/attach`` lists
+them, ``/attach clear`` drops them. They go with the next prompt sent (images as the prompt's
+images, PDFs as its documents, text files in its text), then the chip is empty again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 from fastagent_cli.assembly.attachments import image_type, read_attachment
-from fastagent_cli.contract import ImageRef, Prompt
+from fastagent_cli.contract import DocumentRef, ImageRef, Prompt
 from fastagent_cli.errors import UsageError
 
 __all__ = [
@@ -30,32 +31,37 @@ __all__ = [
     "prompt_message",
 ]
 
-ATTACH_USAGE = "usage: /attach PATH (an image or a text file), /attach to list, /attach clear"
+ATTACH_USAGE = "usage: /attach PATH (an image, a PDF or a text file), /attach to list, /attach clear"
 
 
 @dataclass(slots=True)
 class PendingAttachments:
     """What the next prompt carries besides its text."""
 
-    items: list[tuple[str, ImageRef | str]] = field(default_factory=list)
+    items: list[tuple[str, ImageRef | DocumentRef | str]] = field(default_factory=list)
 
     def add(self, given: str) -> str:
         """Attach ``given`` (UsageError when it cannot be); the line that says so."""
-        item = read_attachment(given)
+        item = read_attachment(given, documents=True)
         name = Path(given).name or given
         self.items.append((name, item))
-        kind = "image" if isinstance(item, ImageRef) else "text"
+        kind = "image" if isinstance(item, ImageRef) else "PDF" if isinstance(item, DocumentRef) else "text"
         return f"attached {name} ({kind}, {_size(given)}); it goes with your next message"
 
+    def names(self) -> list[str]:
+        """What is pending, as the chip names it (a PDF marked 📄)."""
+        return [f"📄 {name}" if isinstance(item, DocumentRef) else name for name, item in self.items]
+
     def chip(self) -> str:
-        return "📎 " + " · ".join(name for name, _ in self.items) if self.items else ""
+        return "📎 " + " · ".join(self.names()) if self.items else ""
 
     def prompt(self, text: str) -> Prompt:
         """The prompt for ``text`` with everything pending (which is then cleared)."""
         images = tuple(item for _, item in self.items if isinstance(item, ImageRef))
+        documents = tuple(item for _, item in self.items if isinstance(item, DocumentRef))
         texts = "".join(item for _, item in self.items if isinstance(item, str))
         self.items.clear()
-        return Prompt(text + texts, images)
+        return Prompt(text + texts, images, documents=documents)
 
 
 def prompt_message(pending: PendingAttachments) -> StyleAndTextTuples:
@@ -66,14 +72,14 @@ def prompt_message(pending: PendingAttachments) -> StyleAndTextTuples:
 
 
 def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
-    """A pasted path to an image file (a file dropped on the terminal) attaches it; any other
-    paste is inserted as typed."""
+    """A pasted path to an image or a PDF (a file dropped on the terminal) attaches it; any
+    other paste is inserted as typed."""
 
     @kb.add(Keys.BracketedPaste)
     def _paste(event: KeyPressEvent) -> None:
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")
         path = pasted_path(data)
-        if path is not None and image_type(path, _head(path)) is not None:
+        if path is not None and _attachable(path, _head(path)):
             try:
                 pending.add(path)
             except UsageError:
@@ -82,6 +88,10 @@ def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
                 event.app.invalidate()
                 return
         event.current_buffer.insert_text(data)
+
+
+def _attachable(path: str, head: bytes) -> bool:
+    return image_type(path, head) is not None or head.startswith(b"%PDF-")
 
 
 def _head(path: str) -> bytes:
@@ -128,7 +138,7 @@ async def attach_command(pending: PendingAttachments, ui: _Lines, arg: str) -> N
     """``/attach [PATH...|clear]``."""
     if not arg:
         if pending.items:
-            ui.rows("Attached to the next message", [(name, "") for name, _ in pending.items])
+            ui.rows("Attached to the next message", [(name, "") for name in pending.names()])
         else:
             ui.info(ATTACH_USAGE)
         return

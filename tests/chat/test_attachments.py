@@ -3,11 +3,13 @@ for the next prompt."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from PIL import Image
 
 from fastagent_cli.chat.attachments import PendingAttachments, attach_command, pasted_path
+from tests.fakes.pdf import minimal_pdf
 
 
 class Lines:
@@ -55,3 +57,24 @@ async def test_attach_list_clear_and_take(tmp_path: Path) -> None:
     await attach_command(pending, lines, str(picture))
     await attach_command(pending, lines, "clear")
     assert lines.infos[-1] == "dropped 1 attachment" and pending.chip() == ""
+
+
+async def test_a_pdf_is_a_document_of_the_next_prompt(tmp_path: Path) -> None:
+    report, cut = tmp_path / "report.pdf", tmp_path / "cut.pdf"
+    report.write_bytes(minimal_pdf("Quarterly revenue rose 12%"))
+    cut.write_bytes(minimal_pdf("x")[:-8])  # no %%EOF
+    pending, lines = PendingAttachments(), Lines()
+    await attach_command(pending, lines, f"{report} {cut}")
+    assert lines.infos == [
+        f"attached report.pdf (PDF, {report.stat().st_size:,} bytes); it goes with your next message"
+    ]
+    assert lines.errors == [f"cannot attach {cut}: not a complete PDF file (no %%EOF at its end)"]
+    assert pending.chip() == "📎 📄 report.pdf"
+    await attach_command(pending, lines, "")
+    assert lines.infos[-1] == "Attached to the next message: 📄 report.pdf"
+    prompt = pending.prompt("summarize")
+    assert prompt.text == "summarize" and prompt.images == ()
+    (document,) = prompt.documents
+    assert (document.name, document.mime_type) == ("report.pdf", "application/pdf")
+    assert base64.b64decode(document.data) == report.read_bytes()
+    assert pending.prompt("again").documents == ()

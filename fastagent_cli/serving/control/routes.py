@@ -13,7 +13,8 @@
 ``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
 ``POST   /control/sessions/{id}/approvals/{a}``  ``{decision: approve|deny, reason?, by?}``: 404
                                              ``no_such_approval``, 409 ``approval_closed``
-``POST   /control/invoke``                   the data plane: ``{session, text, images?}``, SSE like /invoke;
+``POST   /control/invoke``                   the data plane: ``{session, text, images?,
+                                             documents?}``, SSE like /invoke;
                                              ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
 
@@ -23,8 +24,8 @@ Beside them, on the same hub, token and event fan-out: the TypeScript original 0
 
 Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
 ``{"ok": false, "error": {"code", "message", "retryable"}}``. Bodies are capped at 1 MiB
-(``413 body too large (limit 1 MiB — images count base64-inflated)``); a body that is not JSON is
-``400 invalid JSON``; an empty body reads as ``{}``.
+(``413 body too large (limit 1 MiB — images and documents count base64-inflated)``); a body that
+is not JSON is ``400 invalid JSON``; an empty body reads as ``{}``.
 """
 
 from __future__ import annotations
