@@ -3,6 +3,10 @@ file is dropped on it) adds an image, a PDF or a text file to the next prompt; t
 show as a chip above the input (``📎 photo.jpg · 📄 report.pdf · notes.md``); ``/attach`` lists
 them, ``/attach clear`` drops them. They go with the next prompt sent (images as the prompt's
 images, PDFs as its documents, text files in its text), then the chip is empty again.
+
+In ``attach`` the message goes to a serve, whose request bodies are capped (1 MiB with the files
+as base64: :data:`REMOTE_BODY_BYTES`), so a file that would take the message past it is refused as
+it is attached, saying so, rather than by the serve once sent.
 """
 
 from __future__ import annotations
@@ -24,12 +28,18 @@ from fastagent_cli.errors import UsageError
 
 __all__ = [
     "ATTACH_USAGE",
+    "REMOTE_BODY_BYTES",
     "PendingAttachments",
     "attach_command",
     "bind_paste",
     "pasted_path",
     "prompt_message",
 ]
+
+REMOTE_BODY_BYTES = 1 << 20
+"""What a serve takes in one request body (``fastagent_cli.serving.body.MAX_BODY_BYTES``)."""
+_BODY_SLACK = 16 * 1024
+"""The rest of a body: the message's text, the JSON around the files."""
 
 ATTACH_USAGE = "usage: /attach PATH (an image, a PDF or a text file), /attach to list, /attach clear"
 
@@ -39,14 +49,30 @@ class PendingAttachments:
     """What the next prompt carries besides its text."""
 
     items: list[tuple[str, ImageRef | DocumentRef | str]] = field(default_factory=list)
+    body_cap: int | None = None
+    """The request body the message goes in (attach's: :data:`REMOTE_BODY_BYTES`), else None."""
 
     def add(self, given: str) -> str:
         """Attach ``given`` (UsageError when it cannot be); the line that says so."""
         item = read_attachment(given, documents=True)
         name = Path(given).name or given
+        if self.body_cap is not None:
+            self._check_room(given, item)
         self.items.append((name, item))
         kind = "image" if isinstance(item, ImageRef) else "PDF" if isinstance(item, DocumentRef) else "text"
         return f"attached {name} ({kind}, {_size(given)}); it goes with your next message"
+
+    def _check_room(self, given: str, item: ImageRef | DocumentRef | str) -> None:
+        size, taken = _wire_size(item), sum(_wire_size(other) for _, other in self.items)
+        assert self.body_cap is not None
+        if size + taken + _BODY_SLACK <= self.body_cap:
+            return
+        beside = f" beside the {taken / 1e6:.1f} MB already attached" if taken else ""
+        raise UsageError(
+            f"cannot attach {given}: it is {size / 1e6:.1f} MB as base64{beside}, and a message to a "
+            f"served agent carries at most {self.body_cap >> 20} MiB (files counted as base64): send a "
+            "smaller file, or run fastagent invoke --attach in the agent's directory"
+        )
 
     def names(self) -> list[str]:
         """What is pending, as the chip names it (a PDF marked 📄)."""
@@ -62,6 +88,10 @@ class PendingAttachments:
         texts = "".join(item for _, item in self.items if isinstance(item, str))
         self.items.clear()
         return Prompt(text + texts, images, documents=documents)
+
+
+def _wire_size(item: ImageRef | DocumentRef | str) -> int:
+    return len(item.encode("utf-8")) if isinstance(item, str) else len(item.data)
 
 
 def prompt_message(pending: PendingAttachments) -> StyleAndTextTuples:

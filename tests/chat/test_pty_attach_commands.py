@@ -1,6 +1,7 @@
 """The commands ``attach`` shares with chat, in the real ``fastagent attach`` against the real
 ``fastagent start``: ``/thinking`` and ``/model`` write the session's settings over ``/control``,
-``/navigate`` moves its leaf back so the next message branches, ``/attach`` sends a PDF with a new
+``/navigate`` moves its leaf back so the next message branches, ``/attach`` refuses a file past the
+serve's body cap and sends a PDF with a new
 run (``POST /control/invoke``'s ``documents``) and an image, a text file and a PDF with a steer of
 the running answer (``prompt.images``, ``prompt.documents``)."""
 
@@ -42,26 +43,29 @@ def test_attach_sets_thinking_and_model_navigates_and_attaches(served: Serve, tm
     report, slides = tmp_path / "report.pdf", tmp_path / "slides.pdf"
     report.write_bytes(minimal_pdf("Quarterly revenue rose 12%"))
     slides.write_bytes(minimal_pdf("one slide"))
+    (tmp_path / "big.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * 900_000 + b"\n%%EOF\n")
     term = PtyProcess([*cli_command(), "attach", "s1", str(served.agent)], cwd=tmp_path, rows=ROWS, cols=COLS)
     try:
         term.read_until("attached via")
         mark = len(term.text)
         term.send("/thinking high\r")  # nothing to write to yet: one clear line
         term.read_until('✗ session "s1" does not exist: sessions are created by invoke', start=mark)
-        term.send(f"/attach {report}\r")
-        term.read_until("📄 report.pdf", start=mark)  # the chip
         for text in ("first", "second"):
             term.send(f"{text}\r")
             term.read_until(f"You said: {text}. Round 0.", start=mark)
         mark = len(term.text)
         term.send("/navigate 1\r")  # back to before the newest prompt
         term.read_until("moved session s1 back to before 'second'", start=mark)
+        term.send(f"/attach {report}\r")
+        term.read_until("📄 report.pdf", start=mark)  # the chip
         term.send("third\r")
         term.read_until("You said: third. Round 0.", start=mark)
         term.send("/thinking off\r")
         term.read_until("thinking off for session s1", start=mark)
         term.send("/model nowhere/nothing\r")
         term.read_until('✗ unknown model "nowhere/nothing"', start=mark)
+        term.send("/attach big.pdf\r")  # more than a serve takes in one body: refused here
+        term.read_until("cannot attach big.pdf: it is 1.2 MB as base64", start=mark)
 
         mark = len(term.text)
         term.send("slow please\r")
@@ -99,7 +103,7 @@ def test_attach_sets_thinking_and_model_navigates_and_attaches(served: Serve, tm
     assert base64.b64decode(steer["content"][2]["data"]) == slides.read_bytes()
     assert steer["content"][2]["name"] == "slides.pdf"
     # the run attach started took the PDF over /control/invoke; the entries name it
-    assert users["first"]["data"]["documents"] == [
+    assert users["third"]["data"]["documents"] == [
         {"mimeType": "application/pdf", "name": "report.pdf", "bytes": report.stat().st_size}
     ]
     assert "documents" not in users["second"]["data"]
