@@ -57,20 +57,19 @@ class PendingAttachments:
         item = read_attachment(given, documents=True)
         name = Path(given).name or given
         if self.body_cap is not None:
-            self._check_room(given, item)
+            self._check_room(given, item, self.body_cap)
         self.items.append((name, item))
         kind = "image" if isinstance(item, ImageRef) else "PDF" if isinstance(item, DocumentRef) else "text"
         return f"attached {name} ({kind}, {_size(given)}); it goes with your next message"
 
-    def _check_room(self, given: str, item: ImageRef | DocumentRef | str) -> None:
+    def _check_room(self, given: str, item: ImageRef | DocumentRef | str, cap: int) -> None:
         size, taken = _wire_size(item), sum(_wire_size(other) for _, other in self.items)
-        assert self.body_cap is not None
-        if size + taken + _BODY_SLACK <= self.body_cap:
+        if size + taken + _BODY_SLACK <= cap:
             return
         beside = f" beside the {taken / 1e6:.1f} MB already attached" if taken else ""
         raise UsageError(
             f"cannot attach {given}: it is {size / 1e6:.1f} MB as base64{beside}, and a message to a "
-            f"served agent carries at most {self.body_cap >> 20} MiB (files counted as base64): send a "
+            f"served agent carries at most {cap >> 20} MiB (files counted as base64): send a "
             "smaller file, or run fastagent invoke --attach in the agent's directory"
         )
 

@@ -241,7 +241,8 @@ def markdown(stored: StoredSession, save_file: SaveFile | None = None) -> str:
                 mime, _, name = head.partition(" ")
                 saved = save_file(mime, data, name) if save_file is not None else None
                 note = _document_note(body)
-                out.append(f"[{note[1:-1]}]({link_target(saved)})" if saved else note)
+                label = re.sub(r"([\[\]\\])", r"\\\1", note[1:-1])  # a name's brackets, escaped
+                out.append(f"[{label}]({link_target(saved)})" if saved else note)
             elif block.kind == "note":
                 out.append("> " + body.replace("\n", "\n> "))
             else:
