@@ -279,6 +279,9 @@ class AttachApp(SessionScreen):
         except (EOFError, KeyboardInterrupt):
             self._request_detach()
             return
+        # Enter won the race with a print request: the line is sent, so it is no draft to restore
+        # (else the next prompt came back holding it, and the next line typed joined it)
+        self._draft = ""
         self.actions.line(text, "line")
 
     async def _let_print(self) -> None:
