@@ -2,8 +2,9 @@
 PDFs picked with the 📎 file input show as chips with a document icon and the file name; one is
 removed, then added again, before sending; they go whole with the message (``documents``), beside
 an image, and the scripted model reports what it received, read back as PDFs; the transcript
-names them, after a reload too. A PDF too large for a message's body is refused as it is added
-(no request), a file that only claims to be a PDF is refused, and a pasted PDF attaches."""
+names them, after a reload too; a PDF attached while a run streams goes with the steer. A PDF too
+large for a message's body is refused as it is added (no request), a file that only claims to be
+a PDF is refused, and a pasted PDF attaches."""
 
 from __future__ import annotations
 
@@ -34,11 +35,39 @@ return !document.getElementById("input").dispatchEvent(event);
 """
 
 
+# The reader, with a slow first round for "work slowly" (a tool call), so a steer can join the run.
+SLOW_READER = (
+    READER_MODEL
+    + """
+_read = reply
+
+
+def reply(request):
+    if request.last_user_text == "work slowly" and request.round == 0:
+        return {"toolCalls": [{"name": "pause", "args": {"seconds": 4}}]}
+    return _read(request)
+"""
+)
+PAUSE = '''
+import asyncio
+
+from fastagent_cli import tool
+
+
+@tool
+async def pause(seconds: float) -> str:
+    """Wait a while."""
+    await asyncio.sleep(seconds)
+    return "paused"
+'''
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     files = {
         "fastagent.toml": 'model = "scripted/reader:reply"\ncoding_tools = false\n',
-        "reader.py": READER_MODEL,
+        "reader.py": SLOW_READER,
+        "tools/pause.py": PAUSE,
     }
     dev = dev_server(tmp_path_factory.mktemp("webchat-documents"), files)
     try:
@@ -121,3 +150,21 @@ def test_a_pasted_pdf_attaches(page: Page) -> None:
     page.send("pasted one")
     page.wait_text("read clip.pdf (application/pdf, ")
     page.wait_text("pasted words and 0 images with pasted one")
+
+
+def test_a_pdf_attached_while_a_run_streams_goes_with_the_steer(page: Page, tmp_path: Path) -> None:
+    page.open(f"t-{uuid.uuid4().hex[:10]}").ready()
+    page.send("work slowly")
+    wait_until(lambda: page.attr("details.tool", "data-status") == "running", "the tool running")
+    assert page.text("#send") == "Steer"
+    minutes = tmp_path / "minutes.pdf"
+    minutes.write_bytes(minimal_pdf("Ship on Friday"))
+    page.find("#attach-file").send_keys(str(minutes))
+    wait_until(lambda: chips(page) == ["minutes.pdf"], "the chip while the run streams")
+    page.send("and this")
+    page.wait_text(
+        f"read minutes.pdf (application/pdf, {minutes.stat().st_size} bytes): Ship on Friday "
+        "and 0 images with and this",
+        within=30,
+    )
+    wait_until(lambda: [n.text for n in page.all(".msg.user .msg-document-name")] == ["minutes.pdf"], "named")
