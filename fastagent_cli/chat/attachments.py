@@ -51,6 +51,9 @@ class PendingAttachments:
     items: list[tuple[str, ImageRef | DocumentRef | str]] = field(default_factory=list)
     body_cap: int | None = None
     """The request body the message goes in (attach's: :data:`REMOTE_BODY_BYTES`), else None."""
+    refused: str = ""
+    """Why the last pasted file was not attached (shown above the input until the next message or
+    attachment)."""
 
     def add(self, given: str) -> str:
         """Attach ``given`` (UsageError when it cannot be); the line that says so."""
@@ -59,6 +62,7 @@ class PendingAttachments:
         if self.body_cap is not None:
             self._check_room(given, item, self.body_cap)
         self.items.append((name, item))
+        self.refused = ""
         kind = "image" if isinstance(item, ImageRef) else "PDF" if isinstance(item, DocumentRef) else "text"
         return f"attached {name} ({kind}, {_size(given)}); it goes with your next message"
 
@@ -86,6 +90,7 @@ class PendingAttachments:
         documents = tuple(item for _, item in self.items if isinstance(item, DocumentRef))
         texts = "".join(item for _, item in self.items if isinstance(item, str))
         self.items.clear()
+        self.refused = ""
         return Prompt(text + texts, images, documents=documents)
 
 
@@ -94,15 +99,21 @@ def _wire_size(item: ImageRef | DocumentRef | str) -> int:
 
 
 def prompt_message(pending: PendingAttachments) -> StyleAndTextTuples:
-    """The prompt's ``›``, under the chip of what is attached (when anything is)."""
+    """The prompt's ``›``, under the chip of what is attached (when anything is) and why a pasted
+    file was not (when one was not)."""
     chip = pending.chip()
-    head: StyleAndTextTuples = [("class:status.hint", chip), ("", "\n")] if chip else []
+    head: StyleAndTextTuples = (
+        [("class:status.error", f"✗ {pending.refused}"), ("", "\n")] if pending.refused else []
+    )
+    if chip:
+        head += [("class:status.hint", chip), ("", "\n")]
     return [*head, ("class:prompt", "› ")]
 
 
 def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
     """A pasted path to an image or a PDF (a file dropped on the terminal) attaches it; any
-    other paste is inserted as typed."""
+    other paste is inserted as typed, as is the path of one that cannot be attached (the reason
+    shows above the input)."""
 
     @kb.add(Keys.BracketedPaste)
     def _paste(event: KeyPressEvent) -> None:
@@ -111,8 +122,8 @@ def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
         if path is not None and _attachable(path, _head(path)):
             try:
                 pending.add(path)
-            except UsageError:
-                pass
+            except UsageError as exc:
+                pending.refused = exc.message
             else:
                 event.app.invalidate()
                 return
