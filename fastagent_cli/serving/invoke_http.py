@@ -39,6 +39,7 @@ from fastagent_cli.control.document_wire import parse_documents
 from fastagent_cli.control.image_wire import parse_images
 from fastagent_cli.serving.body import (
     MAX_BODY_BYTES,
+    parse_off_loop,
     read_body_capped,
     read_body_or_413,
     refuse_method,
@@ -122,7 +123,7 @@ def create_invoke_handler(
         raw = await read_body_or_413(request, MAX_BODY_BYTES, "body too large\n")
         if isinstance(raw, web.Response):
             return raw
-        parsed = parse_invoke_body(raw)
+        parsed = await parse_off_loop(parse_invoke_body, raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)
         scope, prompt = parsed
