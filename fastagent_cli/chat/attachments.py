@@ -122,8 +122,8 @@ def bind_paste(kb: KeyBindings, pending: PendingAttachments) -> None:
         if path is not None and _attachable(path, _head(path)):
             try:
                 pending.add(path)
-            except UsageError as exc:
-                pending.refused = exc.message
+            except UsageError as exc:  # named by its file name: the path is in the input already
+                pending.refused = exc.message.replace(path, Path(path).name, 1)
             else:
                 event.app.invalidate()
                 return

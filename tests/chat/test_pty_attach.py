@@ -48,8 +48,7 @@ def test_attach_and_paste_in_a_terminal(tmp_path: Path) -> None:
         term.read_until("· 📄 pasted notes.pdf", start=mark)
         mark = len(term.text)
         term.send(f"\x1b[200~{tmp_path / 'doc.pdf'}\x1b[201~")  # one that cannot go: the reason shows
-        term.read_until("✗ cannot attach", start=mark)
-        term.read_until("not a complete PDF file", start=mark)
+        term.read_until("✗ cannot attach doc.pdf: not a complete PDF file", start=mark)
         term.send("\x15")  # the pasted path, inserted as text, wiped (Ctrl+U)
         mark = len(term.text)
         term.send("hello\r")
