@@ -120,7 +120,8 @@ class Prompt:
     images: tuple[ImageRef, ...] = ()
     output_schema: Mapping[str, Json] | None = field(default=None, compare=False)
     documents: tuple[DocumentRef, ...] = ()
-    """PDFs (``invoke --attach``): not part of the Agent Handler wire, which carries images only."""
+    """PDFs (``invoke --attach``, chat's ``/attach``; on HTTP the body's ``documents``, a fastagent
+    extension: the Agent Handler wire of the original carries images only)."""
 
 
 # --- events -----------------------------------------------------------------------------------

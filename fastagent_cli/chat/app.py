@@ -252,6 +252,9 @@ class SessionApp(SessionScreen):
         except (EOFError, KeyboardInterrupt):
             self.end()
             return
+        # Enter won the race with a print request: the line is sent, so it is no draft to restore
+        # (else the next prompt came back holding it, and the next line typed joined it)
+        self._draft = ""
         # Nothing awaits between a side starting a run here and the run view coming up at the top
         # of the loop: a key read ahead (Ctrl+C right after Enter) finds the run to interrupt.
         await self.side.line(text)

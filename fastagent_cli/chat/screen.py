@@ -78,7 +78,7 @@ class SessionScreen:
     # --- the prompt -----------------------------------------------------------------------------
 
     def prompt_keys(self, attachments: PendingAttachments) -> KeyBindings:
-        """The prompt keys both hosts have, a pasted image path attaching it; add the rest."""
+        """The prompt keys both hosts have, a pasted image or PDF path attaching it; add the rest."""
         kb = prompt_bindings(self.renderer)
         bind_paste(kb, attachments)
         return kb

@@ -172,7 +172,7 @@ SHARED: dict[str, SharedCommand] = {
         SharedCommand("compact", "[instructions]", "summarise older history to free the context", _compact),
         SharedCommand("navigate", "[n|id]", "go back to before an earlier prompt (branches)", _navigate),
         SharedCommand(
-            "attach", "[path|clear]", "attach an image or a text file to the next message", _attach
+            "attach", "[path|clear]", "attach an image, a PDF or a text file to the next message", _attach
         ),
     )
 }

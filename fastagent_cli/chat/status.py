@@ -34,6 +34,7 @@ STYLE = Style.from_dict(
         "status.model": "bold #87afff",
         "status.cost": "#87d787",
         "status.hint": "#ffaf5f",
+        "status.error": "#ff5f5f",
     }
 )
 """The prompt and status line colours of the chat (and of attach)."""

@@ -177,7 +177,7 @@ class Transcript:
         data = entry.data
         if entry.kind == "user":
             self._close_partial()
-            self.sink.user_prompt(str(data.get("text", "")))
+            self.sink.user_prompt(str(data.get("text", "")) + _attached(data))
         elif entry.kind == "assistant":
             text = str(data.get("text", ""))
             if self._partial is not None:
@@ -394,3 +394,15 @@ def _calls(entry: EntryView) -> Iterable[Mapping[str, Any]]:
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _attached(data: Mapping[str, Any]) -> str:
+    """What a user entry carried besides its text, as chat's chip names it: ``  📎 2 images ·
+    📄 report.pdf`` (empty without any)."""
+    images = data.get("images")
+    documents = data.get("documents")
+    count = len(images) if isinstance(images, list) else 0
+    names = [f"{count} image{'s' if count != 1 else ''}"] if count else []
+    if isinstance(documents, list):
+        names += [f"📄 {d.get('name') or 'document.pdf'}" for d in documents if isinstance(d, Mapping)]
+    return "  📎 " + " · ".join(names) if names else ""

@@ -9,7 +9,8 @@
   totals. An id may be shortened to any prefix that names one session.
 * ``export <id> [dir] [--format jsonl|md] [-o FILE]``: the record as pi's JSONL (its bytes as
   stored, which the original and pi open as they are) or as Markdown; ``-o`` writes a file
-  (0600), else stdout; a Markdown file gets its images in ``<name>.images/`` next to it.
+  (0600), else stdout; a Markdown file gets its images and documents (PDFs) in
+  ``<name>.files/`` next to it, linked from it (:mod:`fastagent_cli.cli.export_files`).
 * ``import <source> [dir] [--session ID | --all] [--as ID | --new-id] [--json]``: a record file
   (the original's, pi's, another agent's), a sessions directory (pi's ``~/.pi/agent/sessions``)
   or another agent directory; stored under its own id unless ``--as`` / ``--new-id`` says.
@@ -222,7 +223,9 @@ def export_command(
     archive = _archive(directory, sessions_dir)
 
     to_file = output is not None and str(output) != "-"
-    images: dict[str, bytes] = {}
+    from fastagent_cli.cli.export_files import ExportFiles
+
+    files = ExportFiles(output) if to_file and output is not None else None
 
     async def read() -> tuple[str, bytes]:
         found = await archive.resolve(session)
@@ -233,8 +236,7 @@ def export_command(
         stored = await archive.read(found)
         if stored is None:
             raise SessionError(f"session {found!r} went away while it was being read")
-        saver = _image_saver(output, images) if to_file and output is not None else None
-        return found, markdown(stored, saver).encode("utf-8")
+        return found, markdown(stored, files.save if files is not None else None).encode("utf-8")
 
     session, data = _on_archive(archive, read)
     if output is None or not to_file:
@@ -244,37 +246,15 @@ def export_command(
     from fastagent_cli.state.atomic import publish_file
 
     try:
-        for relative, raw in images.items():  # the images first: the Markdown links them
+        for relative, raw in (files.files if files is not None else {}).items():  # the Markdown links them
             target = output.resolve().parent / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             publish_file(target, raw, mode=0o600, replace=True)
         publish_file(output.resolve(), data, mode=0o600, replace=True)
     except OSError as exc:
         raise SessionError(f"cannot write {output}: {exc.strerror or exc}") from None
-    kept = (
-        f", {len(images)} image{'s' if len(images) != 1 else ''} in {output.stem}.images/" if images else ""
-    )
+    kept = files.summary() if files is not None else ""
     say(f"[fastagent] exported session {session} to {output} ({chosen}{kept})")
-
-
-_IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp"}
-
-
-def _image_saver(output: Path, images: dict[str, bytes]) -> Callable[[str, str], str | None]:
-    """Images of a Markdown export go to ``<name>.images/N.<ext>`` next to it (undecodable: a note)."""
-    import base64
-    import binascii
-
-    def save(mime: str, data: str) -> str | None:
-        try:
-            raw = base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-        relative = f"{output.stem}.images/{len(images) + 1}{_IMAGE_SUFFIX.get(mime, '.bin')}"
-        images[relative] = raw
-        return relative
-
-    return save
 
 
 def _format(fmt: str | None, output: Path | None) -> str:

@@ -21,9 +21,10 @@ from fastagent_cli.control import APPROVAL_DECISION_TYPE, APPROVAL_TYPE
 if TYPE_CHECKING:
     from fastagent_cli.state.usage import UsageTotals
 
-__all__ = ["Block", "SaveImage", "blocks", "markdown", "text"]
+__all__ = ["Block", "SaveFile", "blocks", "markdown", "text"]
 
 _IMAGE = "[image: {mime}, {size} KB]"
+_DOCUMENT = "[document: {name}, {size} KB]"
 
 
 @dataclass(slots=True)
@@ -33,7 +34,7 @@ class Block:
     title: str
     parts: list[tuple[str, str]] = field(default_factory=list)
     """``(style, text)``: ``text``, ``thinking``, ``call`` (``name json``), ``output``, ``error`` or
-    ``image`` (``mime base64``)."""
+    ``image`` (``mime base64``) or ``document`` (``mime name`` and the base64 on the next line)."""
 
 
 def _when(stamp: Any) -> str:
@@ -63,8 +64,9 @@ def _content(content: Any) -> list[tuple[str, str]]:
         elif kind == "image":
             parts.append(("image", f"{block.get('mimeType', 'image')} {block.get('data', '')}"))
         elif kind == "document":
-            size = len(str(block.get("data", ""))) * 3 // 4 // 1024
-            parts.append(("document", f"[document: {block.get('name', 'PDF')}, {size} KB]"))
+            name = " ".join(str(block.get("name") or "document.pdf").split())
+            mime = str(block.get("mimeType") or "application/pdf")
+            parts.append(("document", f"{mime} {name}\n{block.get('data', '')}"))
     return parts
 
 
@@ -174,6 +176,8 @@ def text(stored: StoredSession, usage: UsageTotals | None = None) -> str:
                 out.append("✗ " + body)
             elif style == "image":
                 out.append(_image_note(body))
+            elif style == "document":
+                out.append(_document_note(body))
             else:
                 out.append(body)
     return "\n".join(out) + "\n"
@@ -182,6 +186,11 @@ def text(stored: StoredSession, usage: UsageTotals | None = None) -> str:
 def _image_note(body: str) -> str:
     mime, _, data = body.partition(" ")
     return _IMAGE.format(mime=mime, size=len(data) * 3 // 4 // 1024)
+
+
+def _document_note(body: str) -> str:
+    head, _, data = body.partition("\n")
+    return _DOCUMENT.format(name=head.partition(" ")[2], size=len(data) * 3 // 4 // 1024)
 
 
 def _fence(body: str, lang: str = "") -> str:
@@ -195,13 +204,17 @@ def _heading(block: Block) -> str:
     return f"*{title}*" if block.kind == "note" else f"## {title}"
 
 
-SaveImage = Callable[[str, str], str | None]
-"""``(mime type, base64 data) -> the file's path relative to the Markdown`` (None: not saved)."""
+SaveFile = Callable[[str, str, str], str | None]
+"""``(mime type, base64 data, name) -> the file's path relative to the Markdown`` (None: not
+saved; ``name`` is a document's, empty for an image)."""
 
 
-def markdown(stored: StoredSession, save_image: SaveImage | None = None) -> str:
-    """The session as Markdown; ``save_image`` writes each image (linked as ``![image N](path)``),
-    else an image is a note of its type and size."""
+def markdown(stored: StoredSession, save_file: SaveFile | None = None) -> str:
+    """The session as Markdown; ``save_file`` writes each image and document (an image linked as
+    ``![image: image/png, 12 KB](path)``, a document as ``[document: report.pdf, 80 KB](path)``),
+    else each is a note of its type or name and size."""
+    from fastagent_cli.cli.export_files import link_target
+
     title = f"# Session {stored.session}" + (f": {stored.name}" if stored.name else "")
     out = [title, ""]
     out += [
@@ -220,8 +233,16 @@ def markdown(stored: StoredSession, save_image: SaveImage | None = None) -> str:
                 out.append(_fence(body))
             elif style == "image":
                 mime, _, data = body.partition(" ")
-                saved = save_image(mime, data) if save_image is not None else None
-                out.append(f"![{_image_note(body)[1:-1]}]({saved})" if saved else _image_note(body))
+                saved = save_file(mime, data, "") if save_file is not None else None
+                note = _image_note(body)
+                out.append(f"![{note[1:-1]}]({link_target(saved)})" if saved else note)
+            elif style == "document":
+                head, _, data = body.partition("\n")
+                mime, _, name = head.partition(" ")
+                saved = save_file(mime, data, name) if save_file is not None else None
+                note = _document_note(body)
+                label = re.sub(r"([\[\]\\])", r"\\\1", note[1:-1])  # a name's brackets, escaped
+                out.append(f"[{label}]({link_target(saved)})" if saved else note)
             elif block.kind == "note":
                 out.append("> " + body.replace("\n", "\n> "))
             else:

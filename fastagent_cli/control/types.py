@@ -377,8 +377,8 @@ class SessionState:
 
 @dataclass(frozen=True, slots=True)
 class EntryView:
-    """One durable record entry, normalised: ``kind`` is ``user`` ``{text, images?}``, ``assistant``
-    ``{text, thinking?, toolCalls?: [{id, name, args}]}``, ``tool``
+    """One durable record entry, normalised: ``kind`` is ``user`` ``{text, images?, documents?}``,
+    ``assistant`` ``{text, thinking?, toolCalls?: [{id, name, args}]}``, ``tool``
     ``{toolCallId, toolName, isError, text}``, ``message:<role>`` for other roles, and any other
     entry type by name with empty ``data`` (skippable)."""
 

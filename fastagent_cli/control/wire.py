@@ -5,7 +5,7 @@ any JSON, and nothing it sent reaches the hub unless rebuilt here).
   (:func:`parse_action_or_reason` with what is wrong);
 * :func:`parse_update`: the body of ``PATCH /control/sessions/{id}``;
 * :func:`prompt_to_json` / :func:`prompt_from_json`: a full :class:`~fastagent_cli.contract.Prompt`
-  (text and base64 images);
+  (text, base64 images and documents);
 * :func:`envelope` / :func:`envelopes`: the SSE messages of ``GET /control/sessions/{id}/events``;
 * :func:`run_action` / :func:`dispatch`: an action applied to a session (what the HTTP route and
   in-process callers such as a channel's stop command share).
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from fastagent_cli.contract import Prompt
+from fastagent_cli.control.document_wire import parse_documents
 from fastagent_cli.control.events import SessionEvent
 from fastagent_cli.control.image_wire import parse_images
 from fastagent_cli.control.protocol import Session, SessionControl
@@ -72,24 +73,34 @@ def prompt_to_json(prompt: Prompt) -> dict[str, Any]:
     out: dict[str, Any] = {"text": prompt.text}
     if prompt.images:
         out["images"] = [image.to_json() for image in prompt.images]
+    if prompt.documents:
+        out["documents"] = [document.to_json() for document in prompt.documents]
     return out
 
 
 def prompt_from_json(raw: Any) -> Prompt | None:
-    """A prompt rebuilt from ``{text, images?: [{data, mimeType}]}``; ``None`` if malformed."""
+    """A prompt rebuilt from ``{text, images?: [{data, mimeType}], documents?: [{data, mimeType,
+    name?}]}``; ``None`` if malformed."""
     prompt = parse_prompt(raw)
     return prompt if isinstance(prompt, Prompt) else None
 
 
 def parse_prompt(raw: Any, where: str = "prompt") -> Prompt | str:
-    """A prompt rebuilt from ``{text, images?}``, or what is wrong with it (images are checked by
-    :func:`~fastagent_cli.control.image_wire.parse_images`)."""
+    """A prompt rebuilt from ``{text, images?, documents?}``, or what is wrong with it (images are
+    checked by :func:`~fastagent_cli.control.image_wire.parse_images`, documents by
+    :func:`~fastagent_cli.control.document_wire.parse_documents`)."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("text"), str):
-        return f'"{where}" must be an object {{text: string, images?: [{{mimeType, data}}]}}'
+        return (
+            f'"{where}" must be an object {{text: string, images?: [{{mimeType, data}}], '
+            "documents?: [{mimeType, data, name?}]}"
+        )
     images = parse_images(raw.get("images"), f"{where}.images")
     if isinstance(images, str):
         return images
-    return Prompt(raw["text"], images)
+    documents = parse_documents(raw.get("documents"), f"{where}.documents")
+    if isinstance(documents, str):
+        return documents
+    return Prompt(raw["text"], images, documents=documents)
 
 
 def parse_action(raw: Any) -> Action | None:
@@ -100,14 +111,15 @@ def parse_action(raw: Any) -> Action | None:
 
 def parse_action_or_reason(raw: Any) -> Action | str:
     """The action a body names, or the ``invalid_command`` message: "malformed command", with what
-    is wrong when it is a prompt's image."""
+    is wrong when it is a prompt's image or document."""
     if not isinstance(raw, Mapping):
         return MALFORMED
     kind = raw.get("type")
     if kind in ("steer", "follow_up"):
         prompt = parse_prompt(raw.get("prompt"))
         if isinstance(prompt, str):
-            return f"{MALFORMED}: {prompt}" if ".images" in prompt else MALFORMED
+            attached = ".images" in prompt or ".documents" in prompt
+            return f"{MALFORMED}: {prompt}" if attached else MALFORMED
         return Action(kind, prompt=prompt)
     if kind == "abort":
         return Action("abort")

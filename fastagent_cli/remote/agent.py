@@ -6,9 +6,9 @@ connection, a protocol mismatch all become one ``failed`` event with the code ``
 (the run's own failures keep theirs), ``retryable`` for no answer, 429 and 5xx; a stream that ends
 without a terminal is ``failed`` too. Closing the stream (``break``,
 ``aclose()``, cancelling the consumer) closes the connection, which cancels the run on the
-server. A prompt's images go in the body's ``images`` (the contract's ``{mimeType, data}``); a serve
-that refuses them (an older one, or an image it does not take) answers a 400, which is the
-``failed`` event's reason.
+server. A prompt's images go in the body's ``images`` (the contract's ``{mimeType, data}``), its
+PDFs in ``documents`` (``{mimeType, data, name}``); a serve that refuses them (an older one, or a
+file it does not take) answers a 400, which is the ``failed`` event's reason.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class RemoteAgent:
         body: dict[str, Any] = {"session": bound.session, "text": asked.text}
         if asked.images:
             body["images"] = [image.to_json() for image in asked.images]
+        if asked.documents:
+            body["documents"] = [document.to_json() for document in asked.documents]
         if bound.parent_session is not None:
             body["parentSession"] = bound.parent_session
         if bound.branch_hints:

@@ -7,7 +7,9 @@ Request: ``{"session": "s1", "text": "hello"}`` plus optional ``parentSession`` 
 not usable).
 ``images`` (the contract's ``[{mimeType, data}]``, base64) go with the text; the engine fits them
 to the providers' limits, and one that is not an image this agent takes is a 400 naming it
-(:mod:`~fastagent_cli.control.image_wire`).
+(:mod:`~fastagent_cli.control.image_wire`). ``documents`` (PDFs, ``[{mimeType: "application/pdf",
+data, name?}]``) likewise (:mod:`~fastagent_cli.control.document_wire`): sent as documents where
+the model takes them, as their text otherwise.
 
 Answers (features G7-G12):
 
@@ -33,9 +35,11 @@ from aiohttp import web
 
 from fastagent_cli import telemetry
 from fastagent_cli.contract import Agent, Prompt, Scope
+from fastagent_cli.control.document_wire import parse_documents
 from fastagent_cli.control.image_wire import parse_images
 from fastagent_cli.serving.body import (
     MAX_BODY_BYTES,
+    parse_off_loop,
     read_body_capped,
     read_body_or_413,
     refuse_method,
@@ -88,7 +92,10 @@ def parse_invoke_body(raw: bytes) -> tuple[Scope, Prompt] | str:
     images = parse_images(body.get("images"))
     if isinstance(images, str):
         return images + "\n"
-    return Scope(session, parent, tuple(hints)), Prompt(text, images, output_schema=schema)
+    documents = parse_documents(body.get("documents"))
+    if isinstance(documents, str):
+        return documents + "\n"
+    return Scope(session, parent, tuple(hints)), Prompt(text, images, schema, documents)
 
 
 def create_invoke_handler(
@@ -116,7 +123,7 @@ def create_invoke_handler(
         raw = await read_body_or_413(request, MAX_BODY_BYTES, "body too large\n")
         if isinstance(raw, web.Response):
             return raw
-        parsed = parse_invoke_body(raw)
+        parsed = await parse_off_loop(parse_invoke_body, raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)
         scope, prompt = parsed

@@ -375,3 +375,19 @@ def test_a_summary_retry_names_its_operation_and_compactions_read_as_in_chat() -
         "note: ⋯ compacted the conversation: 12,000 -> about 900 tokens; older history is now a "
         "40-character summary",
     ]
+
+
+def test_a_prompt_read_from_the_record_names_its_images_and_documents() -> None:
+    transcript, screen = make()
+    pdf = {"mimeType": "application/pdf", "name": "report.pdf", "bytes": 600}
+    image = {"mimeType": "image/png", "data": "iVBORw0KGgo="}
+    read = SessionEntries(
+        (
+            entry("u1", "user", text="read", documents=[pdf], images=[image, image]),
+            entry("a1", "assistant", "u1", text="Read."),
+            entry("u2", "user", "a1", text="one more", images=[image]),
+        ),
+        "u2",
+    )
+    transcript.show_entries(read, first=True)
+    assert screen.lines == ["> read  📎 2 images · 📄 report.pdf", "A: Read.", "> one more  📎 1 image"]

@@ -31,3 +31,25 @@ def minimal_pdf(*pages: str) -> bytes:
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return out
+
+
+READER_MODEL = """
+# The model says what documents it received: each one's name, size and text (read with pypdf).
+import base64, io
+from pypdf import PdfReader
+
+
+def reply(request):
+    last = [m for m in request.messages if m["role"] == "user"][-1]
+    seen = []
+    for block in last["content"]:
+        if block["type"] == "document":
+            data = base64.b64decode(block["data"])
+            text = " / ".join(p.extract_text() for p in PdfReader(io.BytesIO(data)).pages)
+            seen.append(f"{block['name']} ({block['mimeType']}, {len(data)} bytes): {text}")
+    images = sum(1 for block in last["content"] if block["type"] == "image")
+    said = "; ".join(seen) or "no document"
+    return f"read {said} and {images} images with " + request.last_user_text
+"""
+"""A scripted model (``scripted/reader:reply`` from a ``reader.py``) that answers what documents
+the last user message carried, read back as PDFs."""

@@ -314,6 +314,40 @@ async def test_images_travel_the_remote_data_plane(hub: Hub) -> None:
     assert (await hub.remote.sessions.get("pdf").entries()).entries == ()  # nothing was run
 
 
+async def test_documents_travel_the_remote_data_plane_and_its_steers(hub: Hub) -> None:
+    """A prompt's PDFs go in ``documents``: the run's user entry names them; a steer's prompt carries
+    them over ``/actions`` (its refusal names the bad one); a refused one fails the stream."""
+    from fastagent_cli.contract import DocumentRef
+    from tests.fakes.pdf import minimal_pdf
+
+    data = base64.b64encode(minimal_pdf("Quarterly revenue rose 12%")).decode()
+    report = DocumentRef("application/pdf", data, "report.pdf")
+    last = [e async for e in hub.agent.invoke("doc", Prompt("read", documents=(report,)))][-1]
+    assert isinstance(last, Completed)
+    user = (await hub.remote.sessions.get("doc").entries()).entries[0]
+    assert user.data == {
+        "text": "read",
+        "documents": [
+            {
+                "mimeType": "application/pdf",
+                "name": "report.pdf",
+                "bytes": len(minimal_pdf("Quarterly revenue rose 12%")),
+            }
+        ],
+    }
+    bad = DocumentRef("application/pdf", base64.b64encode(b"GIF89a").decode(), "x.pdf")
+    steered = await hub.remote.sessions.get("doc").steer(Prompt("and this", documents=(bad,)))
+    assert not steered.ok and steered.error is not None
+    assert (
+        steered.error.message
+        == 'malformed command: "prompt.documents[0].data" is not a PDF (it does not start with %PDF-)'
+    )
+    refused = [e async for e in hub.agent.invoke("nodoc", Prompt("read", documents=(bad,)))]
+    assert len(refused) == 1 and isinstance(refused[0], Failed) and not refused[0].retryable
+    assert '"documents[0].data" is not a PDF' in refused[0].details
+    assert (await hub.remote.sessions.get("nodoc").entries()).entries == ()
+
+
 def _png(width: int, height: int) -> bytes:
     from PIL import Image
 

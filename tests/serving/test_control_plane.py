@@ -325,7 +325,7 @@ async def test_actions_steer_and_abort_a_run_and_refuse_malformed_ones(plane: Pl
         "prompt": {"text": "x", "images": [{"mimeType": "image/png", "data": "A" * (1 << 20)}]},
     }
     assert await action(big) == (413, BODY_TOO_LARGE)
-    assert BODY_TOO_LARGE == "body too large (limit 1 MiB — images count base64-inflated)\n"
+    assert BODY_TOO_LARGE == "body too large (limit 1 MiB — images and documents count base64-inflated)\n"
 
     running = asyncio.create_task(plane.invoke("a", "be slow"))
     for _ in range(500):

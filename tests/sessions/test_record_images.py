@@ -1,6 +1,6 @@
 """Images in session records: kept as base64 in the message (as pi does), at most 16 MiB of them
-per entry (the largest replaced by a note past it); ``sessions export --format md`` writes them
-next to the Markdown."""
+per entry (the largest replaced by a note past it); ``sessions export --format md`` writes them,
+and the PDFs the record keeps, next to the Markdown (``<name>.files/``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from fastagent_cli.messages import UserMessage
 from fastagent_cli.sessions.image_cap import MAX_ENTRY_IMAGE_BYTES
 from fastagent_cli.sessions.store import FileSessionStore
 from tests.conftest import AgentFactory, RunCli
+from tests.fakes.pdf import minimal_pdf
 
 
 async def test_an_entry_keeps_at_most_16_mib_of_images(tmp_path: Path) -> None:
@@ -63,9 +64,9 @@ def test_export_md_writes_the_images_next_to_it(
     out.parent.mkdir()
     exported = run_cli("sessions", "export", "pic", str(agent), "-o", str(out))
     assert exported.returncode == 0, exported.stderr
-    assert f"exported session pic to {out} (md, 1 image in chat.images/)" in exported.stderr
+    assert f"exported session pic to {out} (md, 1 image in chat.files/)" in exported.stderr
     text = out.read_text()
-    link = re.search(r"!\[image: image/png, 0 KB\]\((chat\.images/1\.png)\)", text)
+    link = re.search(r"!\[image: image/png, 0 KB\]\((chat\.files/1\.png)\)", text)
     assert link is not None, text
     saved = out.parent / link.group(1)
     assert saved.read_bytes() == picture.read_bytes()
@@ -99,3 +100,42 @@ async def test_the_cap_counts_documents_too(tmp_path: Path) -> None:
         "16 MiB of images and documents)]",
     }
     assert content[2]["type"] == "image" and len(content[2]["data"]) == 8 * 1024 * 1024
+
+
+def test_export_md_writes_the_documents_next_to_it(
+    make_agent: AgentFactory, run_cli: RunCli, tmp_path: Path
+) -> None:
+    agent = make_agent()
+    picture, report, again = (
+        tmp_path / "red.png",
+        tmp_path / "q3 report.pdf",
+        tmp_path / "again" / "q3 report.pdf",
+    )
+    Image.new("RGB", (30, 20), "red").save(picture)
+    report.write_bytes(minimal_pdf("Quarterly revenue rose 12%"))
+    again.parent.mkdir()
+    again.write_bytes(minimal_pdf("the same name, another file"))
+    attach = ["--attach", str(report), "--attach", str(picture), "--attach", str(again)]
+    done = run_cli("invoke", "read", str(agent), *attach, "--session", "docs")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "export" / "my chat.md"
+    out.parent.mkdir()
+    exported = run_cli("sessions", "export", "docs", str(agent), "-o", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert (
+        f"exported session docs to {out} (md, 1 image and 2 documents in my chat.files/)" in exported.stderr
+    )
+    text = out.read_text()
+    links = re.findall(r"(!?)\[(image|document): ([^\]]*)\]\(<([^>]+)>\)", text)
+    assert links == [
+        ("!", "image", "image/png, 0 KB", "my chat.files/1.png"),
+        ("", "document", "q3 report.pdf, 0 KB", "my chat.files/2-q3 report.pdf"),
+        ("", "document", "q3 report.pdf, 0 KB", "my chat.files/3-q3 report.pdf"),
+    ], text
+    assert (out.parent / "my chat.files/2-q3 report.pdf").read_bytes() == report.read_bytes()
+    assert (out.parent / "my chat.files/3-q3 report.pdf").read_bytes() == again.read_bytes()
+    assert (out.parent / "my chat.files/1.png").read_bytes() == picture.read_bytes()
+    stdout = run_cli("sessions", "export", "docs", str(agent), "--format", "md")  # no folder to write to
+    assert "[document: q3 report.pdf, 0 KB]" in stdout.stdout and "](" not in stdout.stdout
+    shown = run_cli("sessions", "show", "docs", str(agent))
+    assert "[document: q3 report.pdf, 0 KB]" in shown.stdout and "JVBER" not in shown.stdout

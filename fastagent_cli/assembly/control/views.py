@@ -24,18 +24,35 @@ def _text(message: Mapping[str, Any]) -> str:
 
 
 def _user(message: Mapping[str, Any]) -> dict[str, Any]:
-    """``{text, images?: [{mimeType, data}]}``: the prompt, and its images as the record keeps
-    them (a transcript shows them again after a reload)."""
+    """``{text, images?: [{mimeType, data}], documents?: [{mimeType, name, bytes}]}``: the prompt,
+    its images as the record keeps them (a transcript shows them again after a reload) and its
+    documents named (with their size; the PDF itself stays in the record, out of every listing)."""
     data: dict[str, Any] = {"text": _text(message)}
     content = message.get("content")
+    blocks = [b for b in (content if isinstance(content, list) else ()) if isinstance(b, Mapping)]
     images = [
         {"mimeType": str(b.get("mimeType", "")), "data": b["data"]}
-        for b in (content if isinstance(content, list) else ())
-        if isinstance(b, Mapping) and b.get("type") == "image" and isinstance(b.get("data"), str)
+        for b in blocks
+        if b.get("type") == "image" and isinstance(b.get("data"), str)
     ]
     if images:
         data["images"] = images
+    documents = [
+        {
+            "mimeType": str(b.get("mimeType", "")),
+            "name": str(b.get("name", "")),
+            "bytes": _decoded_size(b["data"]),
+        }
+        for b in blocks
+        if b.get("type") == "document" and isinstance(b.get("data"), str)
+    ]
+    if documents:
+        data["documents"] = documents
     return data
+
+
+def _decoded_size(data: str) -> int:
+    return len(data) * 3 // 4 - data[-2:].count("=")
 
 
 def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,9 +80,9 @@ def _assistant(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def entry_view(entry: Mapping[str, Any]) -> EntryView:
-    """A record entry normalised: ``user{text, images?}``, ``assistant{text, thinking?, toolCalls?}``,
-    ``tool{toolCallId, toolName, isError, text}``, ``message:<role>``, other types with empty
-    data."""
+    """A record entry normalised: ``user{text, images?, documents?}``, ``assistant{text,
+    thinking?, toolCalls?}``, ``tool{toolCallId, toolName, isError, text}``, ``message:<role>``,
+    other types with empty data."""
     message = entry.get("message") if entry.get("type") == "message" else None
     stamp = parse_iso_ms(entry.get("timestamp"))
     if stamp is None and isinstance(message, Mapping) and isinstance(message.get("timestamp"), int):

@@ -3,8 +3,9 @@ shown), a command of chat's shared table (``/model``, ``/thinking``, ``/compact`
 ``/attach``, ``/thinking-display``: :mod:`fastagent_cli.chat.session_commands`, on
 :class:`~.ops.RemoteOps`), or attach's own (``/abort``, ``/commands``, ``/help``, ``/detach``).
 
-Files ``/attach`` added (or a pasted image path) go with the next message, as the contract's
-images (``POST /control/invoke``'s ``images``, or a steer's ``prompt.images``) and text.
+Files ``/attach`` added (or a pasted image or PDF path) go with the next message, as the
+contract's images and documents (``POST /control/invoke``'s ``images`` and ``documents``, or a
+steer's ``prompt.images`` and ``prompt.documents``) and text.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from fastagent_cli.chat.attachments import PendingAttachments
+from fastagent_cli.chat.attachments import REMOTE_BODY_BYTES, PendingAttachments
 from fastagent_cli.control import ActionResult, Session, SessionState, SessionUpdate
 from fastagent_cli.errors import ControlRequestError, UsageError
 from fastagent_cli.remote import RemoteSessionControl
@@ -29,8 +29,9 @@ class RemoteOps:
         self.session = session
         self._control = control
         self._state = state
-        self.attachments = PendingAttachments()
-        """Files ``/attach`` (or a pasted path) added: they go with the next line sent."""
+        self.attachments = PendingAttachments(body_cap=REMOTE_BODY_BYTES)
+        """Files ``/attach`` (or a pasted path) added: they go with the next line sent (within
+        what a serve takes in one request)."""
 
     @property
     def model(self) -> str:

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BODY_TOO_LARGE", "Handler", "entries_handler", "events_handler", "json_response", "read_json"]
 
-BODY_TOO_LARGE = f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images count base64-inflated)\n"
+BODY_TOO_LARGE = (
+    f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images and documents count base64-inflated)\n"
+)
 
 
 def json_response(value: Any, status: int = 200) -> web.Response:

@@ -13,7 +13,8 @@
 ``POST   /control/sessions/{id}/actions``    ``{type: steer|follow_up|abort|compact, ...}``
 ``POST   /control/sessions/{id}/approvals/{a}``  ``{decision: approve|deny, reason?, by?}``: 404
                                              ``no_such_approval``, 409 ``approval_closed``
-``POST   /control/invoke``                   the data plane: ``{session, text, images?}``, SSE like /invoke;
+``POST   /control/invoke``                   the data plane: ``{session, text, images?,
+                                             documents?}``, SSE like /invoke;
                                              ``detach: true``: an ActionResult, the run goes on
 ===========================================  =================================================
 
@@ -23,12 +24,13 @@ Beside them, on the same hub, token and event fan-out: the TypeScript original 0
 
 Results of writes and actions ride HTTP 200 as ``{"ok": true, "runId"?}`` or
 ``{"ok": false, "error": {"code", "message", "retryable"}}``. Bodies are capped at 1 MiB
-(``413 body too large (limit 1 MiB — images count base64-inflated)``); a body that is not JSON is
-``400 invalid JSON``; an empty body reads as ``{}``.
+(``413 body too large (limit 1 MiB — images and documents count base64-inflated)``); a body that
+is not JSON is ``400 invalid JSON``; an empty body reads as ``{}``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -48,7 +50,7 @@ from fastagent_cli.control import (
     run_action,
 )
 from fastagent_cli.control.wire import parse_action_or_reason
-from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
+from fastagent_cli.serving.body import MAX_BODY_BYTES, parse_off_loop, read_body_or_413, text_response
 from fastagent_cli.serving.control.answers import ANSWER_STATUS, parse_answer
 from fastagent_cli.serving.control.detached import DetachedRuns
 from fastagent_cli.serving.control.dispatch_routes import dispatch_routes
@@ -129,7 +131,12 @@ def control_routes(
         body = await read_json(request)
         if isinstance(body, web.Response):
             return body
-        action = parse_action_or_reason(body)
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        files = isinstance(prompt, dict) and bool(prompt.get("images") or prompt.get("documents"))
+        # a prompt's files are checked (their base64 decoded) in a thread, off the event loop
+        action = (
+            await asyncio.to_thread(parse_action_or_reason, body) if files else parse_action_or_reason(body)
+        )
         if isinstance(action, str):
             return json_response(rejected(INVALID_COMMAND, action).to_json())
         return json_response((await run_action(sessions.get(session), action)).to_json())
@@ -170,7 +177,7 @@ def _invoke_route(agent: Agent, control: SessionControl, detached: DetachedRuns)
         raw = await read_body_or_413(request, MAX_BODY_BYTES, BODY_TOO_LARGE)
         if isinstance(raw, web.Response):
             return raw
-        parsed = parse_invoke_body(raw)
+        parsed = await parse_off_loop(parse_invoke_body, raw)
         if isinstance(parsed, str):
             return text_response(parsed, 400)
         body = json.loads(raw)  # parse_invoke_body read it: a JSON object

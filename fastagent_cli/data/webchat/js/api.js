@@ -77,7 +77,14 @@ export const api = {
   answer: (id, approval, decision, reason) =>
     call("POST", `control/sessions/${enc(id)}/approvals/${enc(approval)}`, { decision, reason: reason || undefined, by: "web chat" }),
   // Starts a run the server keeps going without this page (a reload does not stop it).
-  invoke: (id, text, images) => call("POST", "control/invoke", { session: id, text, images: images?.length ? images : undefined, detach: true }),
+  invoke: (id, text, images, documents) =>
+    call("POST", "control/invoke", {
+      session: id,
+      text,
+      images: images?.length ? images : undefined,
+      documents: documents?.length ? documents : undefined,
+      detach: true,
+    }),
 };
 
 // Opens the session's event stream; resolves once subscribed (the response headers arrived),

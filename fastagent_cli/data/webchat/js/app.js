@@ -207,12 +207,12 @@ function handle(error, what) {
 }
 
 // A send while a run holds the session steers it; a steer that finds the run gone sends (once).
-async function send(text, images = [], fallback = true) {
+async function send(text, images = [], documents = [], fallback = true) {
   const model = current();
   model.notice = null; // before: a run refused at once settles (with its notice) before the reply
   try {
-    const result = await api.invoke(model.id, text, images);
-    if (!result.ok && result.error.code === "session_busy" && fallback) return act("steer", text, images, false);
+    const result = await api.invoke(model.id, text, images, documents);
+    if (!result.ok && result.error.code === "session_busy" && fallback) return act("steer", text, images, documents, false);
     if (failed(result, "Not sent")) return false;
     model.exists = true;
     setTimeout(refreshList, 500);
@@ -223,13 +223,15 @@ async function send(text, images = [], fallback = true) {
   }
 }
 
-async function act(kind, text, images = [], fallback = true) {
+async function act(kind, text, images = [], documents = [], fallback = true) {
   const model = current();
   try {
-    const prompt = images.length ? { text, images } : { text };
+    const prompt = { text };
+    if (images.length) prompt.images = images;
+    if (documents.length) prompt.documents = documents;
     const result = await api.action(model.id, { type: kind, prompt });
     if (!result.ok && fallback && ["no_active_run", "run_command_failed"].includes(result.error.code)) {
-      return send(text, images, false); // the run ended meanwhile
+      return send(text, images, documents, false); // the run ended meanwhile
     }
     return !failed(result, "Not sent");
   } catch (error) {
@@ -238,8 +240,8 @@ async function act(kind, text, images = [], fallback = true) {
   }
 }
 
-const steer = (text, images) => act("steer", text, images);
-const followUp = (text, images) => act("follow_up", text, images);
+const steer = (text, images, documents) => act("steer", text, images, documents);
+const followUp = (text, images, documents) => act("follow_up", text, images, documents);
 
 async function compact() {
   try {

@@ -1,15 +1,26 @@
-// Images attached to the next message: the paperclip button (a file picker), a paste, or a drop on the
-// message box add them; each shows as a thumbnail chip above the box, removable (×) until the
-// message is sent. They go with it as the contract's images ({mimeType, data} base64).
+// Images and PDFs attached to the next message: the paperclip button (a file picker), a paste, or a
+// drop on the message box add them; each shows as a chip above the box (a thumbnail for an image, a
+// document icon and the file name for a PDF), removable (×) until the message is sent. They go
+// with it as the contract's images ({mimeType, data} base64) and documents ({mimeType, data, name}).
 //
-// A request body is capped at 1 MiB with base64 counted (docs/control-plane.md), so at send time
-// each image is fitted here first: at most 1568 px on its longest side (as the engine fits them)
-// and within its share of the body, re-encoded as JPEG at falling quality, then smaller, when it
-// does not fit as it is. The engine fits them again on the server, whatever sent them.
+// A request body is capped at 1 MiB with base64 counted (docs/control-plane.md). A PDF goes whole
+// (never shrunk), so one that cannot fit is refused as it is added, saying so; at send time the
+// images share what the text and the PDFs leave, each fitted here first: at most 1568 px on its
+// longest side (as the engine fits them) and within its share, re-encoded as JPEG at falling
+// quality, then smaller, when it does not fit as it is. The engine fits them again on the server.
+
+import { icon } from "./icons.js";
 
 export const MAX_BODY = 1 << 20;
 export const MAX_SIDE = 1568;
 export const MAX_IMAGES = 20;
+export const MAX_DOCUMENTS = 10;
+const PDF_MAGIC = "JVBERi0"; // "%PDF-" in base64
+const ROOM = MAX_BODY - 2048; // the body's fields and the JSON around the files
+
+const isPdf = (file) => file.type === "application/pdf" || /\.pdf$/i.test(file.name || "");
+const base64Size = (bytes) => Math.ceil(bytes / 3) * 4;
+const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
 const KEPT_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 const QUALITIES = [0.85, 0.7, 0.55, 0.4];
 
@@ -107,10 +118,18 @@ export class Attachments {
     return this.items.length;
   }
 
-  // A paste that carries image files attaches them; a text paste is left to the box.
+  get documents() {
+    return this.items.filter((item) => item.kind === "document");
+  }
+
+  get images() {
+    return this.items.filter((item) => item.kind === "image");
+  }
+
+  // A paste that carries image or PDF files attaches them; a text paste is left to the box.
   paste(event) {
     const files = [...(event.clipboardData?.items || [])]
-      .filter((item) => item.kind === "file" && item.type.startsWith("image/"))
+      .filter((item) => item.kind === "file" && (item.type.startsWith("image/") || item.type === "application/pdf"))
       .map((item) => item.getAsFile())
       .filter(Boolean);
     if (!files.length) return;
@@ -120,23 +139,56 @@ export class Attachments {
 
   async addFiles(files) {
     for (const file of files) {
-      if (!file.type.startsWith("image/")) {
-        this.onError(`${file.name || "that file"} is not an image: only images can be attached here`);
+      if (isPdf(file)) {
+        await this.addPdf(file);
         continue;
       }
-      if (this.items.length >= MAX_IMAGES) {
+      if (!file.type.startsWith("image/")) {
+        this.onError(`${file.name || "that file"} is neither an image nor a PDF: only those can be attached here`);
+        continue;
+      }
+      if (this.images.length >= MAX_IMAGES) {
         this.onError(`at most ${MAX_IMAGES} images go with one message`);
         break;
       }
       try {
         const url = await readDataUrl(file);
         const name = file.name && file.name !== "image.png" ? file.name : `pasted-${this.next}.${file.type.split("/")[1] || "png"}`;
-        this.items.push({ id: this.next++, file, name, url });
+        this.items.push({ id: this.next++, kind: "image", file, name, url });
       } catch (error) {
         this.onError(`${file.name}: ${error.message}`);
       }
     }
     this.render();
+  }
+
+  // A PDF goes whole: refused here when it cannot fit in a message's body beside those attached.
+  async addPdf(file) {
+    const name = file.name || `document-${this.next}.pdf`;
+    if (this.documents.length >= MAX_DOCUMENTS) {
+      this.onError(`at most ${MAX_DOCUMENTS} PDFs go with one message`);
+      return;
+    }
+    const taken = this.documents.reduce((sum, item) => sum + item.data.length, 0);
+    const size = base64Size(file.size);
+    if (taken + size > ROOM) {
+      const left = taken ? ` beside the ${megabytes(taken)} of PDFs already attached` : "";
+      this.onError(
+        `${name} is too large to send: a message carries at most 1 MiB with its files as base64, ` +
+          `and this PDF is ${megabytes(size)} as base64${left} (PDFs are not shrunk: send its text, or use fastagent invoke --attach)`,
+      );
+      return;
+    }
+    try {
+      const { data } = splitDataUrl(await readDataUrl(file));
+      if (!data.startsWith(PDF_MAGIC)) {
+        this.onError(`${name} is not a PDF (it does not start with %PDF-)`);
+        return;
+      }
+      this.items.push({ id: this.next++, kind: "document", file, name, data });
+    } catch (error) {
+      this.onError(`${name}: ${error.message}`);
+    }
   }
 
   remove(id) {
@@ -157,26 +209,40 @@ export class Attachments {
     this.render();
   }
 
-  // The images fitted to share what the body leaves after `text` (throws saying which one cannot).
+  // {images, documents} for the body: the PDFs as they are, the images fitted to share what the
+  // body leaves after `text` and the PDFs (throws saying which one cannot go).
   async encode(text) {
-    if (!this.items.length) return [];
-    const room = MAX_BODY - new TextEncoder().encode(JSON.stringify(text)).length - 1024;
-    const budget = Math.floor(room / this.items.length) - 64;
+    const documents = this.documents.map((item) => ({ mimeType: "application/pdf", data: item.data, name: item.name }));
+    const pdfs = documents.reduce((sum, item) => sum + item.data.length + item.name.length + 64, 0);
+    const room = ROOM - new TextEncoder().encode(JSON.stringify(text)).length - pdfs;
+    if (room < 0) throw new Error(`the PDFs and the text are more than 1 MiB, the most a message carries: remove one`);
+    const images = this.images;
+    if (images.length && room < 4096 * images.length) {
+      throw new Error("the PDFs leave no room for the images in one message: send them in two");
+    }
+    const budget = images.length ? Math.floor(room / images.length) - 64 : 0;
     const out = [];
-    for (const item of this.items) out.push(await fitImage(item, budget));
-    return out;
+    for (const item of images) out.push(await fitImage(item, budget));
+    return { images: out, documents };
   }
 
   render() {
     this.list.hidden = !this.items.length;
     this.list.replaceChildren(
       ...this.items.map((item) => {
-        const chip = el("div", "attachment");
+        const chip = el("div", `attachment ${item.kind}`);
         chip.dataset.attachmentId = String(item.id);
         chip.title = item.name;
-        const thumb = el("img", "attachment-thumb");
-        thumb.alt = item.name;
-        thumb.src = item.url;
+        let thumb;
+        if (item.kind === "document") {
+          thumb = el("span", "attachment-doc");
+          thumb.append(icon("document"));
+          thumb.setAttribute("aria-label", `PDF ${item.name}`);
+        } else {
+          thumb = el("img", "attachment-thumb");
+          thumb.alt = item.name;
+          thumb.src = item.url;
+        }
         const remove = el("button", "attachment-remove", "×");
         remove.type = "button";
         remove.title = `Remove ${item.name}`;

@@ -1,7 +1,7 @@
 // The message box: Enter sends (or, while a run streams, steers it), Alt+Enter queues a
 // follow-up, Shift+Enter starts a new line; "/" at the start offers the agent's skills. The
-// images attached (attachments.js) go with the message, and come back with its text if it is
-// refused.
+// images and PDFs attached (attachments.js) go with the message, and come back with its text if it
+// is refused.
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -22,7 +22,7 @@ export function expandCommand(text, commands) {
 }
 
 export class Composer {
-  // handlers: {send(text, images), steer(text, images), followUp(text, images)}; attachments: an
+  // handlers: {send, steer, followUp}, each (text, images, documents); attachments: an
   // Attachments (optional)
   constructor({ form, input, menu, handlers, attachments }) {
     this.form = form;
@@ -98,10 +98,11 @@ export class Composer {
     const how = kind === "followUp" && !this.running ? "send" : kind;
     this.closeMenu();
     let images = [];
+    let documents = [];
     if (attached) {
       this.sending = true; // fitting the images takes a moment: Enter again does not send twice
       try {
-        images = await attachments.encode(text);
+        ({ images, documents } = await attachments.encode(text));
       } catch (error) {
         attachments.onError(`Not sent: ${error.message}`);
         return; // the text and the images stay, to remove the one that cannot go
@@ -112,7 +113,7 @@ export class Composer {
     const taken = attached ? attachments.take() : [];
     this.input.value = "";
     this.grow();
-    const sent = await this.handlers[how](text, images);
+    const sent = await this.handlers[how](text, images, documents);
     if (sent === false) {
       if (!this.input.value) {
         this.input.value = raw; // refused: give the text back

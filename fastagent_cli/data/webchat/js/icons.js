@@ -6,6 +6,7 @@ const PATHS = {
   delete: "M5 7h14M10 7V4h4v3M7 7l1 13h8l1-13M10 11v6M14 11v6",
   menu: "M4 7h16M4 12h16M4 17h16",
   attach: "M21 11l-8.5 8.5a5 5 0 0 1-7-7L14 4a3.5 3.5 0 0 1 5 5l-8.5 8.5a2 2 0 0 1-3-3L15 7",
+  document: "M14 3H6v18h12V7l-4-4zM14 3v4h4M9 12h6M9 16h6",
 };
 
 export function icon(name) {

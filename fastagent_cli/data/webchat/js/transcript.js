@@ -3,6 +3,7 @@
 // expand to their arguments and result; thinking is folded away.
 
 import { ApprovalCards } from "./approvals.js";
+import { icon } from "./icons.js";
 import { renderMarkdown } from "./markdown.js";
 
 function el(tag, className, text) {
@@ -134,8 +135,10 @@ export class Transcript {
     let node = null;
     if (entry.kind === "user") {
       node = el("div", "msg user");
+      const files = (entry.data.images || []).length + (entry.data.documents || []).length;
       if (entry.data.images && entry.data.images.length) node.append(imageRow(entry.data.images));
-      if (entry.data.text || !entry.data.images) node.append(el("div", "bubble", entry.data.text));
+      if (entry.data.documents && entry.data.documents.length) node.append(documentRow(entry.data.documents));
+      if (entry.data.text || !files) node.append(el("div", "bubble", entry.data.text));
     } else if (entry.kind === "assistant") {
       node = el("div", "msg assistant");
       if (entry.data.thinking) node.append(thinkingBlock(entry.data.thinking));
@@ -262,6 +265,19 @@ function imageRow(images) {
     img.addEventListener("click", () => img.classList.toggle("enlarged"));
     row.append(img);
   });
+  return row;
+}
+
+// A prompt's PDFs as chips naming them (the record keeps the file; the entries carry its name and size).
+function documentRow(documents) {
+  const row = el("div", "msg-documents");
+  for (const document of documents) {
+    const chip = el("span", "msg-document");
+    const size = document.bytes >= 1e5 ? `${(document.bytes / 1e6).toFixed(1)} MB` : `${Math.max(1, Math.round(document.bytes / 1024))} KB`;
+    chip.title = `${document.name} (${document.mimeType}, ${size})`;
+    chip.append(icon("document"), el("span", "msg-document-name", document.name));
+    row.append(chip);
+  }
   return row;
 }
 
