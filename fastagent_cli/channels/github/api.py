@@ -8,11 +8,11 @@ sends ``Accept: application/vnd.github+json``, ``X-GitHub-Api-Version`` and a ``
 (GitHub refuses a request without one).
 
 The transport is the kit's (:class:`~fastagent_cli.channels.kit.api.PlatformClient`): success is a
-``2xx``; a rate limit (``429``, or ``403`` with ``x-ratelimit-remaining: 0`` or a
-``Retry-After``: GitHub's primary and secondary limits) waits as GitHub asks, the primary one until
-``x-ratelimit-reset``; reads are retried after a network failure or a ``5xx``, a comment post is
-not (it may have been made). Failures are :class:`~fastagent_cli.errors.ChannelApiError` with
-GitHub's ``message``.
+``2xx``; a rate limit (``429``, or a ``403`` with ``x-ratelimit-remaining: 0`` or a
+"secondary rate limit" message) waits as GitHub asks: the primary limit until
+``x-ratelimit-reset``, the secondary one its ``Retry-After``; reads and edits are retried after a
+network failure or a ``5xx``, a comment post is not (it may have been made). Failures are
+:class:`~fastagent_cli.errors.ChannelApiError` with GitHub's ``message``.
 """
 
 from __future__ import annotations
@@ -83,19 +83,19 @@ class GithubApi(PlatformClient):
         status = response.status_code
         if 200 <= status < 300:
             return Answer(ok=True, data=data)
-        headers = response.headers
-        primary = status == 403 and headers.get("x-ratelimit-remaining") == "0"
-        secondary = status in (403, 429) and "retry-after" in headers
+        message = str(data.get("message") or f"HTTP {status}")
+        primary = status == 403 and response.headers.get("x-ratelimit-remaining") == "0"
+        secondary = status in (403, 429) and "rate limit" in message.lower()
         wait = None
-        if primary and "retry-after" not in headers:
+        if primary:  # wait until the window resets (the kit caps the wait)
             try:
-                wait = max(0.0, float(headers.get("x-ratelimit-reset", "")) - time.time())
+                wait = max(0.0, float(response.headers.get("x-ratelimit-reset", "")) - time.time())
             except ValueError:
                 wait = None
         return Answer(
             ok=False,
             data=data,
-            description=str(data.get("message") or f"HTTP {status}"),
+            description=message,
             limited=primary or secondary or status == 429,
             retry_after=wait,
         )

@@ -46,7 +46,7 @@ MAX_REASON = 2000
 MAX_WEBHOOK_BYTES = 25 << 20
 _COMMAND = re.compile(r"/(approve|deny)(?![\w-])(.*)", re.IGNORECASE | re.DOTALL)
 _ID = re.compile(r"ap_[A-Za-z0-9]+")
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*/(?!\.\.?$)[A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True, slots=True)
