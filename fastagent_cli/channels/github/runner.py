@@ -90,7 +90,8 @@ class GithubRunner:
             async for event in events:
                 if isinstance(event, ApprovalRequested):
                     if self.approvals is not None and turn.thread is not None:
-                        await self.approvals.ask(turn.intent.session, turn.thread, turn.sender, event)
+                        if self.approvals.asks.get(event.id) is None:
+                            await self.approvals.ask(turn.intent.session, turn.thread, turn.sender, event)
                     elif not told:
                         told = True
                         why = (
