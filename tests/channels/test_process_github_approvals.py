@@ -39,6 +39,8 @@ def on(event):
         return [Intent(session=f"issue-{issue['number']}", text=issue["title"])]
     if event.event == "issue_comment":
         return [Intent(session=f"comment-{event.delivery_id}", text="a comment")]
+    if event.event == "push":
+        return [Intent(session="pushes", text="ship the push")]
     return []
 
 
@@ -171,3 +173,66 @@ async def test_an_approve_after_a_restart_resumes_the_turn(hub: Hub) -> None:
         await hub.fake.wait_until(hub.results, what="the resumed turn's tool result")
         assert hub.results() == ["deployed prod"]
         assert len(hub.fake.requests(REPO, 9)) == 1  # no new request after the restart
+
+
+TWO_CALLS = """
+import os
+
+
+def reply(request):
+    if request.round == 0:
+        calls = [{"name": "deploy", "args": {"env": "prod"}}, {"name": "deploy", "args": {"env": "staging"}}]
+        return {"toolCalls": calls}
+    results = []
+    for message in reversed(request.messages):
+        if message["role"] != "toolResult":
+            break
+        results.insert(0, "".join(b.get("text", "") for b in message["content"]))
+    with open(os.environ["APPROVALS_LOG"], "a", encoding="utf-8") as log:
+        log.write(" | ".join(results) + "\\n")
+    return "done"
+"""
+
+
+async def test_several_requests_on_one_issue_are_answered_by_id(hub: Hub) -> None:
+    (hub.root / "apmodel.py").write_text(TWO_CALLS)
+    async with ServerProcess.spawn(*start_args(hub.root), env=hub.env) as server:
+        port = await server.port()
+        assert await hub.deliver(port, "issues", issue_opened(REPO, 10, "ship both", DAVE)) == 202
+        requests = await hub.fake.wait_until(
+            lambda: len(hub.fake.requests(REPO, 10)) == 2 and hub.fake.requests(REPO, 10), what="two requests"
+        )
+        ids = [re.findall(r"Request `(ap_[0-9a-f]+)`", r.body)[0] for r in requests]
+        assert '"env": "prod"' in requests[0].body and '"env": "staging"' in requests[1].body
+
+        assert await hub.comment(port, 10, "/approve", MARIA) == 202
+        several = await hub.reply(10, "several requests")
+        assert f"`/approve {ids[0]}`" in several and f"`/approve {ids[1]}`" in several
+        assert await hub.comment(port, 10, "/approve ap_0000000000000000", MARIA) == 202
+        assert "`ap_0000000000000000` is not waiting here" in await hub.reply(10, "ap_0000000000000000")
+        assert not requests[0].edits and not requests[1].edits
+
+        assert await hub.comment(port, 10, f"/deny {ids[1]} staging is frozen", MARIA) == 202
+        await hub.fake.wait_until(lambda: requests[1].edits, what="the second request edited")
+        assert "❌ **Denied** by @maria: staging is frozen" in requests[1].body and not requests[0].edits
+        assert await hub.comment(port, 10, f"/approve {ids[0]}", MARIA) == 202
+        await hub.fake.wait_until(lambda: requests[0].edits, what="the first request edited")
+        await hub.fake.wait_until(hub.results, what="both results reaching the model")
+        assert hub.results() == ["deployed prod | Denied: staging is frozen"]
+        await server.wait_for(r"\[github\] turn done: turn=\S+#0 session=issue-10 ")
+
+
+async def test_a_turn_about_no_issue_waits_for_the_control_plane_and_says_so_once(hub: Hub) -> None:
+    (hub.root / "apmodel.py").write_text(TWO_CALLS)
+    async with ServerProcess.spawn(*start_args(hub.root), env=hub.env) as server:
+        port = await server.port()
+        push = {"ref": "refs/heads/main", "repository": {"full_name": REPO}, "sender": MARIA}
+        assert await hub.deliver(port, "push", push) == 202
+        first = await server.wait_for(r"deploy waits for an answer \(approval (ap_\w+)\)")
+        await server.wait_for(rf"deploy waits for an answer \(approval (?!{first[1]})ap_\w+\)")
+        await server.wait_for(
+            r"\[github\] turn \S+#0: approval ap_\w+ \(deploy\) waits for an answer from the control plane "
+            r"or the web chat: its delivery is about no issue or pull request to comment on"
+        )
+        assert server.count(r"waits for an answer from the control plane") == 1  # once for the turn
+        assert hub.fake.comments == [] and not any(c[0] == "POST" for c in hub.fake.calls)
