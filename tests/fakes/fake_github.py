@@ -5,7 +5,8 @@ Implemented: ``POST /repos/{owner}/{repo}/issues/{number}/comments`` (``201``, t
 unknown one), ``GET /repos/{owner}/{repo}/collaborators/{user}/permission`` (``permission``,
 ``role_name``, ``user``; the roles come from ``roles``, a user not in it is a ``read`` outsider).
 Every call needs ``Authorization: Bearer <token>`` (else ``401 Bad credentials``) and a
-``User-Agent`` (else ``403``, as GitHub answers). Every call is recorded in :attr:`FakeGithub.calls`.
+``User-Agent`` (else ``403``, as GitHub answers). Every call is recorded in :attr:`FakeGithub.calls`;
+:meth:`FakeGithub.fail` makes the next matching calls fail.
 
 :meth:`FakeGithub.delivery` signs a webhook delivery (``X-Hub-Signature-256``);
 :func:`issue_opened` and :func:`comment_created` build the payloads GitHub sends.
@@ -90,6 +91,7 @@ class FakeGithub:
         self.comments: list[Comment] = []
         self.calls: list[tuple[str, str, dict[str, str]]] = []
         self.lookups: list[str] = []
+        self.failures: list[tuple[str, str, int, str]] = []
         self._ids = itertools.count(5000)
         self._deliveries = itertools.count(1)
         self._changed = asyncio.Event()
@@ -113,6 +115,10 @@ class FakeGithub:
             await self._runner.cleanup()
 
     # --- what the tests read ----------------------------------------------------------------------
+
+    def fail(self, method: str, path_part: str, status: int, message: str, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` whose path holds ``path_part`` with an error."""
+        self.failures.extend([(method, path_part, status, message)] * times)
 
     def on(self, repo: str, number: int) -> list[Comment]:
         return [c for c in self.comments if c.repo == repo and c.number == number]
@@ -165,6 +171,11 @@ class FakeGithub:
                 "Request forbidden by administrative rules. "
                 "Please make sure your request has a User-Agent header",
             )
+        for failure in self.failures:
+            method, part, status, message = failure
+            if request.method == method and part in request.path:
+                self.failures.remove(failure)
+                return _error(status, message)
         response: web.StreamResponse = await handler(request)
         self._changed.set()
         return response

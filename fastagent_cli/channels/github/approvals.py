@@ -172,13 +172,20 @@ class GithubApprovals:
             )
             if command.reason:
                 verdict += f": {command.reason}"
-            comment = ask.get("comment")
-            if isinstance(comment, int):
-                await self.api.edit_comment(
-                    thread.repo, comment, f"{ask.get('summary', MARKER)}\n\n{verdict}"
-                )
-            else:  # the post's answer was lost (a crash right after it): say it in a reply
-                await self._reply(thread, f"{verdict} (request `{approval_id}`)")
+            await self._close(thread, approval_id, ask, verdict)
+
+    async def _close(self, thread: Thread, approval_id: str, ask: Ask, verdict: str) -> None:
+        """Edit the request comment to say who decided (the decision is recorded already)."""
+        comment = ask.get("comment")
+        if not isinstance(comment, int):  # the post's answer was lost (a crash right after it)
+            await self._reply(thread, f"{verdict} (request `{approval_id}`)")
+            return
+        try:
+            await self.api.edit_comment(thread.repo, comment, f"{ask.get('summary', MARKER)}\n\n{verdict}")
+        except ChannelApiError as exc:
+            log.warning(
+                "[github] approval %s answered; could not edit its comment %d: %s", approval_id, comment, exc
+            )
 
     async def _waiting(self, thread: Thread) -> dict[str, Ask]:
         """The asks of ``thread`` still waiting in their sessions (the others are dropped)."""
