@@ -1,6 +1,7 @@
 """What the channel approval tests share: the deploy agent (a scripted model that calls the gated
-``deploy`` tool once, then answers with the tool's result and logs it to ``$APPROVALS_LOG``), and
-a ``start`` that is killed (SIGKILL) once a request was asked."""
+``deploy`` tool once, then answers with the tool's result and logs it to ``$APPROVALS_LOG``; or,
+``TWO_CALLS``, twice in one batch), and a ``start`` that is killed (SIGKILL) once a request was
+asked."""
 
 from __future__ import annotations
 
@@ -26,6 +27,24 @@ def reply(request):
         with open(os.environ["APPROVALS_LOG"], "a", encoding="utf-8") as log:
             log.write(result + "\\n")
     return "result: " + result
+"""
+TWO_CALLS = """
+# two gated calls in one batch; then every result of the batch, in order, to $APPROVALS_LOG
+import os
+
+
+def reply(request):
+    if request.round == 0:
+        calls = [{"name": "deploy", "args": {"env": "prod"}}, {"name": "deploy", "args": {"env": "staging"}}]
+        return {"toolCalls": calls}
+    results = []
+    for message in reversed(request.messages):
+        if message["role"] != "toolResult":
+            break
+        results.insert(0, "".join(b.get("text", "") for b in message["content"]))
+    with open(os.environ["APPROVALS_LOG"], "a", encoding="utf-8") as log:
+        log.write(" | ".join(results) + "\\n")
+    return "results: " + " | ".join(results)
 """
 DEPLOY = '''
 from fastagent_cli import tool

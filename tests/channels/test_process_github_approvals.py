@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.channels.approvals_agent import asked_then_killed, start_args, write_agent
+from tests.channels.approvals_agent import TWO_CALLS, asked_then_killed, start_args, write_agent
 from tests.fakes.fake_github import Comment, FakeGithub, comment_created, issue_opened, user
 from tests.serving.serving_proc import ServerProcess
 
@@ -173,25 +173,6 @@ async def test_an_approve_after_a_restart_resumes_the_turn(hub: Hub) -> None:
         await hub.fake.wait_until(hub.results, what="the resumed turn's tool result")
         assert hub.results() == ["deployed prod"]
         assert len(hub.fake.requests(REPO, 9)) == 1  # no new request after the restart
-
-
-TWO_CALLS = """
-import os
-
-
-def reply(request):
-    if request.round == 0:
-        calls = [{"name": "deploy", "args": {"env": "prod"}}, {"name": "deploy", "args": {"env": "staging"}}]
-        return {"toolCalls": calls}
-    results = []
-    for message in reversed(request.messages):
-        if message["role"] != "toolResult":
-            break
-        results.insert(0, "".join(b.get("text", "") for b in message["content"]))
-    with open(os.environ["APPROVALS_LOG"], "a", encoding="utf-8") as log:
-        log.write(" | ".join(results) + "\\n")
-    return "done"
-"""
 
 
 async def test_several_requests_on_one_issue_are_answered_by_id(hub: Hub) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.channels.approvals_agent import asked_then_killed, start_args, write_agent
+from tests.channels.approvals_agent import TWO_CALLS, asked_then_killed, start_args, write_agent
 from tests.fakes.fake_telegram import FakeTelegram, Message, Updates, mention
 from tests.serving.serving_proc import ServerProcess
 
@@ -127,3 +127,34 @@ async def test_a_press_after_a_restart_resumes_the_turn(tmp_path: Path) -> None:
             # no new request after the restart: the one request message is the old one
             asked = [m for m in telegram.of_chat(42) if "Approve" in m.shown and "deploy" in m.shown]
             assert asked == [request]
+
+
+async def test_the_other_request_after_a_restart_is_not_posted_again(tmp_path: Path) -> None:
+    """Two requests wait when ``start`` is killed; after the restart the first press resumes the
+    turn, whose run announces the second request again (it waits anew): the chat already shows
+    it, so no new message; the second press finishes the turn."""
+    root = tmp_path / "agent"
+    write_agent(root, {**FILES, "apmodel.py": TWO_CALLS})
+    updates = Updates(first_update=950)
+    async with FakeTelegram() as telegram:
+        env = {"TELEGRAM_API_BASE_URL": telegram.base_url, "APPROVALS_LOG": str(tmp_path / "log")}
+
+        def requests() -> list[Message]:
+            return [m for m in telegram.of_chat(42) if "Approve" in m.shown and "deploy" in m.shown]
+
+        async def ask(server: ServerProcess, port: int) -> list[Message]:
+            assert await post(port, updates.message("ship both", chat_id=42)) == 200
+            both: list[Message] = await telegram.wait_until(
+                lambda: len(requests()) == 2 and requests(), what="two requests"
+            )
+            return both
+
+        first, second_request = await asked_then_killed(root, env, ask)
+        async with ServerProcess.spawn(*start_args(root), env=env) as second:
+            port = await second.port()
+            assert await post(port, updates.callback(first, data_of(first, 0))) == 200
+            await telegram.wait_until(lambda: first.reply_markup is None, what="the first answered")
+            await second.wait_for(r"\[approval\] session=42 deploy approved by telegram:7")
+            assert await post(port, updates.callback(second_request, data_of(second_request, 1))) == 200
+            await telegram.wait_for_text(42, "results: deployed prod | Denied by the user")
+            assert requests() == [first, second_request]
