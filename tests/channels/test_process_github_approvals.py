@@ -135,6 +135,7 @@ async def test_only_write_access_approves_and_the_comment_says_who(hub: Hub) -> 
         assert hub.results() == ["deployed prod"]
         await server.wait_for(r"\[approval\] session=issue-7 deploy approve(d)? by github:maria")
         await server.wait_for(r"\[github\] turn done: turn=\S+#0 session=issue-7 ")
+        assert len(request.edits) == 1  # answered by a comment: the call's end edits nothing more
 
         assert await hub.comment(port, 7, "/approve", MARIA) == 202
         assert "Nothing on this thread is waiting" in await hub.reply(7, "@maria")
@@ -217,3 +218,22 @@ async def test_a_turn_about_no_issue_waits_for_the_control_plane_and_says_so_onc
         )
         assert server.count(r"waits for an answer from the control plane") == 1  # once for the turn
         assert hub.fake.comments == [] and not any(c[0] == "POST" for c in hub.fake.calls)
+
+
+async def test_an_expired_request_says_so_on_its_comment(tmp_path: Path) -> None:
+    root = tmp_path / "agent"
+    files = {"channels/github.py": CHANNEL, ".env": f"GITHUB_WEBHOOK_SECRET={SECRET}\nGITHUB_TOKEN={TOKEN}\n"}
+    write_agent(root, files, config="\n[approval]\ntimeout = 1\n")
+    async with FakeGithub(token=TOKEN) as fake:
+        hub = Hub(fake, root, tmp_path / "results.log")
+        async with ServerProcess.spawn(*start_args(root), env=hub.env) as server:
+            port = await server.port()
+            assert await hub.deliver(port, "issues", issue_opened(REPO, 11, "ship it", DAVE)) == 202
+            request = await hub.request(11)
+            await fake.wait_until(lambda: request.edits, what="the request comment closed")
+            assert "it was answered outside GitHub" in request.body and "/deny <reason>" not in request.body
+            await fake.wait_until(hub.results, what="the expiry reaching the model")
+            assert hub.results() == ["Denied: the approval request expired"]
+            await server.wait_for(r"\[github\] turn done: turn=\S+#0 session=issue-11 ")
+            assert await hub.comment(port, 11, "/approve", MARIA) == 202
+            assert "Nothing on this thread is waiting" in await hub.reply(11, "@maria")

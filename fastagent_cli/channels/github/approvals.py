@@ -13,7 +13,8 @@ answered here, never by ``on(event)``: the commenter must have write access to t
 on ``[approval] allow_from`` (a login or a numeric user id). Anyone else gets a reply saying so and
 nothing changes. The answer goes through the session hub (``by="github:<login>"``, audited as the
 other surfaces' are) and the request comment is edited to say who decided what (and why). With
-nothing waiting on that issue, or several and no id named, the reply says so.
+nothing waiting on that issue, or several and no id named, the reply says so. A request answered
+elsewhere or expired (its call ended, no comment answered it) has its comment edited to say so.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ from fastagent_cli.contract import ApprovalRequested
 from fastagent_cli.control import SessionControl
 from fastagent_cli.errors import ChannelApiError
 
-__all__ = ["NOTHING_WAITING", "GithubApprovals", "request_summary"]
+__all__ = ["ANSWERED_ELSEWHERE", "NOTHING_WAITING", "GithubApprovals", "request_summary"]
 
 log = logging.getLogger("fastagent.channel")
 
 NOTHING_WAITING = "Nothing on this thread is waiting for an approval."
+ANSWERED_ELSEWHERE = (
+    "_This request waits no more: it was answered outside GitHub (the control plane, the web chat) "
+    "or it expired._"
+)
 _ARGS_MAX = 3000
 
 
@@ -76,6 +81,8 @@ class GithubApprovals:
         self.api = api
         self.control = control
         self.asks = asks
+        self._deciding: set[str] = set()
+        """Requests a comment is answering now (their turn's call ends before the edit)."""
 
     async def ask(self, session: str, thread: Thread, sender: str | None, event: ApprovalRequested) -> None:
         """Keep the request, then comment it on ``thread`` (a failed post is logged: answer it on
@@ -150,16 +157,20 @@ class GithubApprovals:
                 f"{thread.repo} (or a place on the agent's approval list). Nothing changed.",
             )
             return
-        press, _ = await answer_press(
-            self.asks,
-            self.control,
-            approval_id,
-            login,
-            command.decision,
-            by=f"github:{login}",
-            reason=command.reason,
-            vouched=True,
-        )
+        self._deciding.add(approval_id)
+        try:
+            press, _ = await answer_press(
+                self.asks,
+                self.control,
+                approval_id,
+                login,
+                command.decision,
+                by=f"github:{login}",
+                reason=command.reason,
+                vouched=True,
+            )
+        finally:
+            self._deciding.discard(approval_id)
         if press == "gone":
             await self._reply(thread, f"@{login} {GONE}")
         elif press == "failed":
@@ -174,11 +185,24 @@ class GithubApprovals:
                 verdict += f": {command.reason}"
             await self._close(thread, approval_id, ask, verdict)
 
-    async def _close(self, thread: Thread, approval_id: str, ask: Ask, verdict: str) -> None:
+    async def settled(self, approval_id: str) -> None:
+        """The turn's call of ``approval_id`` ended; when no comment answered it (the control
+        plane, the web chat, the expiry), the request comment says it waits no more."""
+        ask = self.asks.get(approval_id)
+        if ask is None or approval_id in self._deciding:
+            return
+        self.asks.discard(approval_id)
+        thread = Thread(str(ask.get("repo")), int(ask.get("number") or 0))
+        await self._close(thread, approval_id, ask, ANSWERED_ELSEWHERE, reply_if_unknown=False)
+
+    async def _close(
+        self, thread: Thread, approval_id: str, ask: Ask, verdict: str, *, reply_if_unknown: bool = True
+    ) -> None:
         """Edit the request comment to say who decided (the decision is recorded already)."""
         comment = ask.get("comment")
         if not isinstance(comment, int):  # the post's answer was lost (a crash right after it)
-            await self._reply(thread, f"{verdict} (request `{approval_id}`)")
+            if reply_if_unknown:
+                await self._reply(thread, f"{verdict} (request `{approval_id}`)")
             return
         try:
             await self.api.edit_comment(thread.repo, comment, f"{ask.get('summary', MARKER)}\n\n{verdict}")

@@ -3,7 +3,9 @@
 A turn's answer goes nowhere by itself (the agent's own tools comment or review). A tool call that
 waits for approval is asked as a comment on the delivery's issue or pull request
 (:class:`~.approvals.GithubApprovals`); a turn with no such place, or a channel without a token,
-waits for an answer from the control plane or the web chat, and says so once in the log.
+waits for an answer from the control plane or the web chat, and says so once in the log. When an
+asked call ends, its request comment is closed unless a comment answered it (:meth:`~.approvals.
+GithubApprovals.settled`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fastagent_cli.contract import (
     ApprovalRequested,
     Prompt,
     Scope,
+    ToolEnded,
     closing,
     collect,
 )
@@ -86,10 +89,14 @@ class GithubRunner:
 
     async def _events(self, turn: Turn) -> AsyncIterator[AgentEvent]:
         told = False
+        asked: dict[str, str] = {}  # tool call id -> the approval asked for it on GitHub
         async with closing(self.agent.invoke(Scope(turn.intent.session), Prompt(turn.intent.text))) as events:
             async for event in events:
-                if isinstance(event, ApprovalRequested):
+                if isinstance(event, ToolEnded) and event.id in asked and self.approvals is not None:
+                    await self.approvals.settled(asked.pop(event.id))
+                elif isinstance(event, ApprovalRequested):
                     if self.approvals is not None and turn.thread is not None:
+                        asked[event.tool_call_id] = event.id
                         if self.approvals.asks.get(event.id) is None:
                             await self.approvals.ask(turn.intent.session, turn.thread, turn.sender, event)
                     elif not told:
