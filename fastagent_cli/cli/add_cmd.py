@@ -156,6 +156,8 @@ _NEXT = {
         "run `fastagent dev --tunnel{dir}`: it prints the Payload URL (https://<...>.trycloudflare.com/webhook)",
         "in the repository: Settings -> Webhooks -> Add webhook: that Payload URL, content type "
         "application/json, Secret: GITHUB_WEBHOOK_SECRET from {env}",
+        "for tool approvals as comments (/approve, /deny <reason>), put GITHUB_TOKEN into {env} "
+        "(Issues and Pull requests: read and write)",
     ],
     "telegram": [
         "create a bot with @BotFather (/newbot) and put its token in {env}: TELEGRAM_BOT_TOKEN=...",

@@ -54,7 +54,13 @@ class _Kind:
 CHANNEL_KINDS: dict[str, _Kind] = {
     "github": _Kind(
         files=(("channels/github.py", "channels/github.py"),),
-        env=(EnvVar("GITHUB_WEBHOOK_SECRET", "random; the same value goes into the GitHub webhook", True),),
+        env=(
+            EnvVar("GITHUB_WEBHOOK_SECRET", "random; the same value goes into the GitHub webhook", True),
+            EnvVar(
+                "GITHUB_TOKEN",
+                "optional: tool approvals as issue/PR comments (Issues and Pull requests: read and write)",
+            ),
+        ),
     ),
     "telegram": _Kind(
         files=(
@@ -104,6 +110,7 @@ CHANNEL_KINDS: dict[str, _Kind] = {
     },
 }
 _OPTIONAL = {
+    "GITHUB_TOKEN",
     "SLACK_BOT_REFRESH_TOKEN",
     "SLACK_CLIENT_ID",
     "SLACK_CLIENT_SECRET",

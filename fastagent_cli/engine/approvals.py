@@ -135,10 +135,13 @@ class ApprovalDesk:
             return _outcome(answer)
         if earlier is None:
             record.append("custom", customType=APPROVAL_TYPE, data=request.to_json())
-        emit(run.event("approval_requested", **request.to_json()))
         key = (record.session, request.id)
         early = self._early.pop(key, None)
-        answer = early if early is not None else await self._wait(request, record, run, emit)
+        if early is None:
+            emit(run.event("approval_requested", **request.to_json()))
+            answer = await self._wait(request, record, run, emit)
+        else:  # answered after a restart: asked already, nobody is to be asked again
+            answer = early
         self._decide(request, answer, record, run, emit)
         return _outcome(answer)
 

@@ -155,3 +155,54 @@ def test_register_webhook_prints_the_payload_url(caplog: Any) -> None:
     with caplog.at_level(logging.INFO, logger="fastagent.channel"):
         assert github_channel(on=on).register_webhook("https://x.trycloudflare.com/") == "manual"
     assert "Payload URL https://x.trycloudflare.com/webhook" in caplog.text
+
+
+def _comment(body: str) -> bytes:
+    payload = {
+        "action": "created",
+        "issue": {"number": 7},
+        "comment": {"id": 1, "body": body, "user": {"login": "maria", "id": 13}},
+        "repository": {"full_name": "o/r"},
+        "sender": {"login": "maria", "id": 13},
+    }
+    return json.dumps(payload).encode()
+
+
+def _every_comment(event: GithubEvent) -> list[Intent]:
+    return [Intent("comments", event.payload["comment"]["body"])] if event.event == "issue_comment" else []
+
+
+async def _turns(agent: FakeAgent, count: int) -> list[str]:
+    for _ in range(100):
+        if len(agent.calls) >= count:
+            break
+        await asyncio.sleep(0.05)
+    return [p.text for _, p in agent.calls]
+
+
+async def test_without_a_token_an_approve_comment_is_an_ordinary_delivery(
+    mount: Mount, caplog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    agent = FakeAgent(answer("ok"))
+    with caplog.at_level(logging.INFO, logger="fastagent.channel"):
+        bot = await mount(github_channel(on=_every_comment, secret=SECRET), agent)
+        assert await deliver(bot.url, _comment("/approve"), event="issue_comment") == (202, "")
+        assert await _turns(agent, 1) == ["/approve"]
+    assert "[github] no GITHUB_TOKEN: tool approvals are answered on the control plane" in caplog.text
+    assert not (bot.state_root / "channels" / "github").exists()  # no token, no state
+
+
+async def test_with_a_token_commands_are_the_channels_and_other_comments_reach_on(mount: Mount) -> None:
+    agent = FakeAgent(answer("ok"))
+    channel = github_channel(on=_every_comment, secret=SECRET, token="t", api_url="http://127.0.0.1:9")
+    bot = await mount(channel, agent)
+    assert await deliver(bot.url, _comment("/deny not now"), event="issue_comment") == (202, "")
+    assert await deliver(bot.url, _comment("<!-- fastagent:approval -->\nmine"), event="issue_comment") == (
+        202,
+        "",
+    )
+    assert await deliver(bot.url, _comment("LGTM, /approve later"), event="issue_comment") == (202, "")
+    assert await _turns(agent, 1) == ["LGTM, /approve later"]
+    await asyncio.sleep(0.2)
+    assert len(agent.calls) == 1

@@ -6,7 +6,6 @@ replaces the card with one saying who), and a press with a wrong verification to
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,28 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.channels.approvals_agent import asked_then_killed, start_args, write_agent
 from tests.fakes.fake_feishu import FakeFeishu
 from tests.serving.serving_proc import ServerProcess
 
 pytestmark = pytest.mark.slow
-
-MODEL = """
-def reply(request):
-    if request.round == 0:
-        return {"toolCalls": [{"name": "deploy", "args": {"env": "prod"}}]}
-    last = request.messages[-1]
-    return "result: " + "".join(b.get("text", "") for b in last["content"])
-"""
-DEPLOY = '''
-from fastagent_cli import tool
-
-
-@tool(approval=True)
-def deploy(env: str) -> str:
-    """Deploy."""
-    return f"deployed {env}"
-'''
-
 
 HTTP_CHANNEL = "from fastagent_cli.channels import feishu_channel\n\nchannel = feishu_channel()\n"
 WS_CHANNEL = (
@@ -44,30 +26,20 @@ WS_CHANNEL = (
 CREDENTIALS = "FEISHU_APP_ID=cli_0123456789abcdef\nFEISHU_APP_SECRET=s3cret\n"
 
 
-def write_agent(
+def write_feishu_agent(
     root: Path, channel: str = HTTP_CHANNEL, env: str = "FEISHU_VERIFICATION_TOKEN=vtoken\n"
 ) -> None:
     """The deploy agent with a Feishu channel (``channel``: its module) and its ``.env``."""
-    for rel, text in {
-        "fastagent.toml": 'model = "scripted/fsmodel:reply"\ncoding_tools = false\n',
-        "fsmodel.py": MODEL,
-        "tools/deploy.py": DEPLOY,
-        "channels/feishu.py": channel,
-        ".env": CREDENTIALS + env,
-    }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    write_agent(root, {"channels/feishu.py": channel, ".env": CREDENTIALS + env})
 
 
 @pytest.fixture
 async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeFeishu, int]]:
     root = tmp_path / "agent"
-    write_agent(root)
+    write_feishu_agent(root)
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
-        async with ServerProcess.spawn(
-            "start", str(root), "--port", "0", "--bind", "127.0.0.1", env=env
-        ) as server:
+        async with ServerProcess.spawn(*start_args(root), env=env) as server:
             yield fake, await server.port()
 
 
@@ -110,12 +82,10 @@ async def test_the_card_is_answered_over_the_long_connection(tmp_path: Path) -> 
     """In long-connection mode the press arrives as a ``type: card`` frame: it is handled as the
     HTTP callback is (only the asker answers) and its answer travels back in the response frame."""
     root = tmp_path / "agent"
-    write_agent(root, WS_CHANNEL, "")
+    write_feishu_agent(root, WS_CHANNEL, "")
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
-        async with ServerProcess.spawn(
-            "start", str(root), "--port", "0", "--bind", "127.0.0.1", env=env
-        ) as server:
+        async with ServerProcess.spawn(*start_args(root), env=env) as server:
             await server.wait_for(r"\[feishu:ws\] connected")
             await fake.push(fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice", message_id="om_a1"))
             buttons = await fake.wait_until(lambda: fake.buttons("oc_p2p"), what="the approval card")
@@ -145,24 +115,26 @@ async def test_a_press_after_a_restart_resumes_the_turn(tmp_path: Path) -> None:
     up on the same directory: the asker's press on the old card still finds its session, the turn
     goes on, and its answer reaches the chat; no new request is asked."""
     root = tmp_path / "agent"
-    write_agent(root)
-    args = ("start", str(root), "--port", "0", "--bind", "127.0.0.1")
+    write_feishu_agent(root)
     async with FakeFeishu() as fake:
         env = {"FEISHU_API_BASE_URL": fake.base_url}
-        async with ServerProcess.spawn(*args, env=env) as first:
-            port = await first.port()
-            ask = fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice")
-            assert (await post(port, fake, ask))[0] == 200
-            buttons = await fake.wait_until(lambda: fake.buttons("oc_p2p"), what="the approval card")
-            first.send(signal.SIGKILL)
-            await first.wait()
-        (card_id, approve), _ = buttons
-        async with ServerProcess.spawn(*args, env=env) as second:
+
+        async def ask(server: ServerProcess, port: int) -> list[tuple[str, dict[str, Any]]]:
+            envelope = fake.envelope("ship it", chat_id="oc_p2p", sender="ou_alice")
+            assert (await post(port, fake, envelope))[0] == 200
+            buttons: list[tuple[str, dict[str, Any]]] = await fake.wait_until(
+                lambda: fake.buttons("oc_p2p"), what="the approval card"
+            )
+            return buttons
+
+        (card_id, approve), _ = await asked_then_killed(root, env, ask)
+        async with ServerProcess.spawn(*start_args(root), env=env) as second:
             port = await second.port()
             status, answered = await post(port, fake, fake.card_action(card_id, approve))
             assert status == 200 and answered["toast"] == {"type": "success", "content": "✅ Approved"}
             await fake.wait_until(
                 lambda: any("result: deployed prod" in t for t in fake.shown("oc_p2p")), what="the answer"
             )
-            # no new request after the restart: every card shown is the one request's
+            # no new request after the restart: the one card with buttons is the old one
+            assert {message for message, _ in fake.buttons("oc_p2p")} == {card_id}
             assert {value["fa_approval"] for _, value in fake.buttons("oc_p2p")} == {approve["fa_approval"]}

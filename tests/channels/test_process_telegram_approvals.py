@@ -1,7 +1,8 @@
 """Telegram approvals through the real ``fastagent start`` against the fake Bot API: the request
 arrives with an inline keyboard, a press by a group member who did not ask is refused with an
 alert (nothing changes), the asker's press approves (the message says who), a deny resumes the
-turn with the denial, and a forged callback (wrong secret token) is refused."""
+turn with the denial, a forged callback (wrong secret token) is refused, and a press after a
+SIGKILL and a restart of ``start`` resumes the turn without asking again."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.channels.approvals_agent import TWO_CALLS, asked_then_killed, start_args, write_agent
 from tests.fakes.fake_telegram import FakeTelegram, Message, Updates, mention
 from tests.serving.serving_proc import ServerProcess
 
@@ -23,43 +25,21 @@ TOKEN = "434343:APPROVE"
 GROUP = -100888
 BOB = {"id": 8, "is_bot": False, "first_name": "Bob", "username": "bob"}
 
-MODEL = """
-def reply(request):
-    if request.round == 0:
-        return {"toolCalls": [{"name": "deploy", "args": {"env": "prod"}}]}
-    last = request.messages[-1]
-    return "result: " + "".join(b.get("text", "") for b in last["content"])
-"""
-DEPLOY = '''
-from fastagent_cli import tool
-
-
-@tool(approval=True)
-def deploy(env: str) -> str:
-    """Deploy."""
-    return f"deployed {env}"
-'''
+FILES = {
+    "channels/telegram.py": (
+        "from fastagent_cli.channels import telegram_channel\n\nchannel = telegram_channel()\n"
+    ),
+    ".env": f"TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_SECRET_TOKEN={SECRET}\n",
+}
 
 
 @pytest.fixture
 async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeTelegram, int]]:
     root = tmp_path / "agent"
-    for rel, text in {
-        "fastagent.toml": 'model = "scripted/tgmodel:reply"\ncoding_tools = false\n',
-        "tgmodel.py": MODEL,
-        "tools/deploy.py": DEPLOY,
-        "channels/telegram.py": (
-            "from fastagent_cli.channels import telegram_channel\n\nchannel = telegram_channel()\n"
-        ),
-        ".env": f"TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_SECRET_TOKEN={SECRET}\n",
-    }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    write_agent(root, FILES)
     async with FakeTelegram() as telegram:
         env = {"TELEGRAM_API_BASE_URL": telegram.base_url}
-        async with ServerProcess.spawn(
-            "start", str(root), "--port", "0", "--bind", "127.0.0.1", env=env
-        ) as server:
+        async with ServerProcess.spawn(*start_args(root), env=env) as server:
             yield telegram, await server.port()
 
 
@@ -123,3 +103,58 @@ async def test_deny_in_a_private_chat(running: tuple[FakeTelegram, int]) -> None
     assert await post(port, updates.callback(request, data_of(request, 1))) == 200
     await telegram.wait_for_text(42, "result: Denied by the user")
     assert "Denied by @alice" in request.shown
+
+
+async def test_a_press_after_a_restart_resumes_the_turn(tmp_path: Path) -> None:
+    root = tmp_path / "agent"
+    write_agent(root, FILES)
+    updates = Updates(first_update=900)
+    async with FakeTelegram() as telegram:
+        env = {"TELEGRAM_API_BASE_URL": telegram.base_url}
+
+        async def ask(server: ServerProcess, port: int) -> Message:
+            assert await post(port, updates.message("ship it", chat_id=42)) == 200
+            return await request_message(telegram, 42)
+
+        request = await asked_then_killed(root, env, ask)
+        async with ServerProcess.spawn(*start_args(root), env=env) as second:
+            port = await second.port()
+            assert await post(port, updates.callback(request, data_of(request, 0))) == 200
+            await telegram.wait_for_text(42, "result: deployed prod")
+            await telegram.wait_until(lambda: request.reply_markup is None, what="the keyboard removed")
+            assert "Approved by @alice" in request.shown
+            await second.wait_for(r"\[telegram\] turn \S+ waits for its approval .*: the answer resumes it")
+            # no new request after the restart: the one request message is the old one
+            asked = [m for m in telegram.of_chat(42) if "Approve" in m.shown and "deploy" in m.shown]
+            assert asked == [request]
+
+
+async def test_the_other_request_after_a_restart_is_not_posted_again(tmp_path: Path) -> None:
+    """Two requests wait when ``start`` is killed; after the restart the first press resumes the
+    turn, whose run announces the second request again (it waits anew): the chat already shows
+    it, so no new message; the second press finishes the turn."""
+    root = tmp_path / "agent"
+    write_agent(root, {**FILES, "apmodel.py": TWO_CALLS})
+    updates = Updates(first_update=950)
+    async with FakeTelegram() as telegram:
+        env = {"TELEGRAM_API_BASE_URL": telegram.base_url, "APPROVALS_LOG": str(tmp_path / "log")}
+
+        def requests() -> list[Message]:
+            return [m for m in telegram.of_chat(42) if "Approve" in m.shown and "deploy" in m.shown]
+
+        async def ask(server: ServerProcess, port: int) -> list[Message]:
+            assert await post(port, updates.message("ship both", chat_id=42)) == 200
+            both: list[Message] = await telegram.wait_until(
+                lambda: len(requests()) == 2 and requests(), what="two requests"
+            )
+            return both
+
+        first, second_request = await asked_then_killed(root, env, ask)
+        async with ServerProcess.spawn(*start_args(root), env=env) as second:
+            port = await second.port()
+            assert await post(port, updates.callback(first, data_of(first, 0))) == 200
+            await telegram.wait_until(lambda: first.reply_markup is None, what="the first answered")
+            await second.wait_for(r"\[approval\] session=42 deploy approved by telegram:7")
+            assert await post(port, updates.callback(second_request, data_of(second_request, 1))) == 200
+            await telegram.wait_for_text(42, "results: deployed prod | Denied by the user")
+            assert requests() == [first, second_request]

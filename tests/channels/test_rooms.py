@@ -1,7 +1,8 @@
 """One channel, one shape: every chat platform folder under ``channels/`` holds the same rooms, each
 named for its step, and the steps every platform needs live in the kit, not in a platform.
 
-The rooms (GitHub keeps its one-module shape: it has no state, no answer to render, no platform API):
+The rooms (GitHub, a webhook with no chat answer to render, holds only the rooms it needs: its
+``channel``, ``ingress``, ``runner``, ``api``, ``parse`` and ``approvals``):
 
 ========== =====================================================================================
 channel    the factory a ``channels/*.py`` file calls, and its options
@@ -100,7 +101,13 @@ def test_no_channels_module_is_over_350_lines() -> None:
     assert long == {}
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+def test_github_holds_rooms_only_and_its_client_is_on_the_kit() -> None:
+    assert modules("github") <= ROOMS, f"github/ has modules in no room: {sorted(modules('github') - ROOMS)}"
+    api = importlib.import_module("fastagent_cli.channels.github.api")
+    assert issubclass(api.GithubApi, PlatformClient)
+
+
+@pytest.mark.parametrize("platform", (*PLATFORMS, "github"))
 def test_no_platform_writes_its_own_api_error_or_retry_policy(platform: str) -> None:
     for path in sorted((ROOT / platform).glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -76,3 +76,15 @@ def test_add_outside_an_agent_fails_with_one_line(tmp_path: Path, run_cli: RunCl
 def test_an_unknown_channel_is_a_usage_error(make_agent: AgentFactory, run_cli: RunCli) -> None:
     result = run_cli("add", "slackk", str(make_agent()))
     assert result.returncode == 2
+
+
+def test_add_github_offers_the_optional_token_for_approvals(
+    make_agent: AgentFactory, run_cli: RunCli
+) -> None:
+    agent = make_agent()
+    result = run_cli("add", "github", str(agent), env={"GITHUB_TOKEN": ""})
+    assert result.returncode == 0, result.stderr
+    example = (agent / ".env.example").read_text()
+    assert "GITHUB_TOKEN=\n" in example and "Pull requests: read and write" in example
+    assert "GITHUB_TOKEN" not in parse_dotenv((agent / ".env").read_text())  # optional: never required
+    assert "put GITHUB_TOKEN into" in result.stdout

@@ -221,6 +221,8 @@ async def test_a_restart_while_waiting_keeps_the_request_and_an_answer_resumes_t
             assert event.data["status"] == "completed"
             break
     assert "tool_finished" in kinds and "message_finished" in kinds
+    # asked before the restart and answered: the resumed run resolves it without asking again
+    assert "approval_requested" not in kinds and "approval_resolved" in kinds
     assert RAN == ["quick", "danger:/r"]
     record = await second.store.read("s")
     assert record is not None

@@ -9,7 +9,8 @@ shows. :class:`ApprovalAsks` keeps the asks by approval id in the channel's stat
 so a press after ``start`` restarted still finds its session.
 
 :func:`answer_press` is a press (a button, a ``/approve`` comment): anyone but the asker and the
-allow-list is refused and logged, and nothing changes; else it answers through the session hub
+allow-list (or, on GitHub, whom the platform vouches for: write access) is refused and logged, and
+nothing changes; else it answers through the session hub
 (``answer_approval(..., by="<platform>:<user>")``). An answered, expired or withdrawn request
 leaves the store; so does the oldest ask beyond :data:`MAX_ASKS` (a request nobody ever answers).
 """
@@ -131,12 +132,14 @@ async def answer_press(
     *,
     by: str,
     reason: str | None = None,
+    vouched: bool = False,
 ) -> tuple[Press, Ask | None]:
-    """Answer ``approval_id`` for ``user`` (see the module doc), and the ask it answered."""
+    """Answer ``approval_id`` for ``user`` (see the module doc), and the ask it answered.
+    ``vouched``: the platform itself says ``user`` may answer (GitHub: write access)."""
     ask = asks.get(approval_id)
     if ask is None or control is None:
         return "gone", None
-    if not may_answer(ask, user):
+    if not vouched and not may_answer(ask, user):
         log.info("%s user %s may not answer approval %s: refused", asks.label, user, approval_id)
         return "refused", ask
     session = control.sessions.get(ask["session"])

@@ -10,8 +10,9 @@ last answer folded in before the prompt, and on ``completed``
 the intent removed first (a crash after it does not replay the turn), then the fold committed (a
 crash before it only folds the discussion once more). A tool call that asks for approval parks the
 turn (:meth:`~fastagent_cli.channels.kit.turn_store.TurnStore.park`) before the platform posts the
-request (:attr:`ChannelRunner.approvals`); a parked turn recovered after a restart follows the run
-that answers it instead of asking again (:mod:`~fastagent_cli.channels.kit.resume`).
+request (:attr:`ChannelRunner.approvals`; one whose ask is kept already, re-announced by a run
+resumed after a restart, is not posted twice); a parked turn recovered after a restart follows the
+run that answers it instead of asking again (:mod:`~fastagent_cli.channels.kit.resume`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from fastagent_cli.channels.kit.approvals import ApprovalAsks
 from fastagent_cli.channels.kit.context_buffer import ContextBuffer, Fold
 from fastagent_cli.channels.kit.invoke import OnError, stream_turn
 from fastagent_cli.channels.kit.lifecycle import QueuedNotices
@@ -65,6 +67,9 @@ class RunnerParts(Generic[ApiT]):
 
 class ApprovalPoster(Protocol):
     """A platform's approvals: post the request of a turn's tool call where the turn was asked."""
+
+    asks: ApprovalAsks
+    """The requests posted and still open (one asked before a restart is not posted again)."""
 
     async def ask(self, record: TurnRecord, event: ApprovalRequested) -> None: ...
 
@@ -122,7 +127,7 @@ class ChannelRunner(ABC, Generic[ApiT, NoticeT]):
         async for event in events:
             if isinstance(event, ApprovalRequested):
                 await self.turns.park(record["id"])
-                if self.approvals is not None:
+                if self.approvals is not None and self.approvals.asks.get(event.id) is None:
                     await self.approvals.ask(record, event)
             elif isinstance(event, Completed):
                 await self.turns.remove(record["id"])

@@ -5,6 +5,10 @@ is verified, answered 202, and each Intent that on(event) returns runs as one tu
 background. The channel only starts turns: to comment, label or review, give the agent tools (an
 MCP GitHub server, the gh CLI through bash...) and a token.
 
+With GITHUB_TOKEN in .env (Issues and Pull requests: read and write), a tool call that asks for
+approval in a turn about an issue or pull request is asked there as a comment; people with write
+access (or on [approval] allow_from) answer with a comment: /approve, or /deny <reason>.
+
 Set the webhook in the repository: Settings -> Webhooks -> Add webhook, Payload URL
 https://<public host>/webhook (`fastagent dev --tunnel` prints it), content type application/json,
 Secret = GITHUB_WEBHOOK_SECRET.
