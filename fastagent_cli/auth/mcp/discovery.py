@@ -135,7 +135,9 @@ async def _challenge(
     except httpx.HTTPError as exc:
         raise CredentialError(f"cannot reach {url}: {one_line(str(exc)) or type(exc).__name__}") from None
     if response.status_code != 401:
-        raise NoLoginNeeded(f"{url} answered {response.status_code} without asking for a login")
+        raise NoLoginNeeded(
+            f"{url} needs no login: it answered {response.status_code} to a request without a token"
+        )
     challenge = parse_challenge(response.headers.get("www-authenticate", ""))
     if challenge is None:
         raise CredentialError(f"{url} answered 401 without a Bearer challenge: it does not log in with OAuth")

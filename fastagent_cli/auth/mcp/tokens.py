@@ -8,7 +8,8 @@ file's lock, re-read first; if another process renewed meanwhile (the stored tok
 the one that expired or was refused), use its token and send nothing; else one refresh grant,
 written back before the lock is released, in a task of its own so a cancelled turn cannot drop
 tokens the server already rotated. A refused grant (``invalid_grant``: a revoked or spent refresh
-token) is :class:`~fastagent_cli.tools.mcp_auth.LoginRequired`; an authorization server that cannot
+token) is :class:`~fastagent_cli.tools.mcp_auth.LoginRequired`, and that refresh token is not sent
+again by this process; an authorization server that cannot
 be reached is a passing :class:`~fastagent_cli.tools.mcp_auth.McpAuthError`. The stored login is
 left as it was in both cases.
 """
@@ -44,6 +45,8 @@ class StoredTokens:
         self.server = server
         self.url = config.url
         self.key = entry_key(server)
+        self._refused: tuple[str, LoginRequired] | None = None
+        """The refresh token the server refused, and what that meant: it is not sent again."""
 
     def _entry(self, doc: dict[str, Any]) -> dict[str, Any] | None:
         """This server's login, or ``None``; LoginRequired when it is for another URL."""
@@ -79,13 +82,17 @@ class StoredTokens:
                 raise LoginRequired(
                     self.server, "has a login that expired and cannot be renewed (no refresh token)"
                 )
+            if self._refused is not None and self._refused[0] == entry["refresh"]:
+                raise self._refused[1]
             try:
                 fresh = await refresh(entry)
             except TokenError as exc:
                 if exc.permanent:
-                    raise LoginRequired(
+                    final = LoginRequired(
                         self.server, f"has a login that expired and could not be renewed ({exc.detail})"
-                    ) from None
+                    )
+                    self._refused = (str(entry["refresh"]), final)
+                    raise final from None
                 raise McpAuthError(
                     self.server, f"could not renew its login, try again: {exc.message}"
                 ) from None

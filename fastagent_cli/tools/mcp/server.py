@@ -72,6 +72,9 @@ class McpServer:
         if self.config.remote and self.failed_at is not None:
             self._backoff = min(self._backoff * 2, BACKOFF_S[1])
         self.failed_at = loop.time()
+        if self.auth is not None and self.auth.problem is not None:
+            self._log_auth(self.auth.problem)
+            return
         log.warning(
             "[mcp] server %s %s: %s",
             self.name,
@@ -195,6 +198,7 @@ class McpServer:
                 return text_result(f"MCP server {self.name}: {exc.message or exc}", is_error=True)
             except Exception as exc:
                 return text_result(f"MCP server {self.name}: {describe_error(exc)}", is_error=True)
+            self._auth_logged = None  # answered: a later refusal is news again
             return tool_result(self.name, tool, result)
         return text_result(f"MCP server {self.name} is not running", is_error=True)
 
@@ -202,7 +206,7 @@ class McpServer:
         """One log line per new reason (not one per refused call)."""
         if str(exc) != self._auth_logged:
             self._auth_logged = str(exc)
-            log.warning("[mcp] %s", exc)
+            log.warning("[mcp] server %s %s", self.name, exc.detail)
 
     async def aclose(self) -> None:
         async with self._lock:

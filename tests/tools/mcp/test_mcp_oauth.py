@@ -171,7 +171,7 @@ async def test_a_revoked_refresh_token_answers_the_call_with_the_login_to_run(
             + LOGIN
         )
     lines = [r.getMessage() for r in caplog.records if LOGIN in r.getMessage()]
-    assert lines == [f"[mcp] {text}"]  # one line, not one per call
+    assert lines == [f"[mcp] server {text.removeprefix('MCP server ')}"]  # one line, not one per call
     assert "Traceback" not in caplog.text
     # a new login is used at once: the running agent needs no restart
     await log_in("remote", config, auth_path)
@@ -204,7 +204,9 @@ async def test_the_login_of_a_server_that_needs_none_is_refused(tmp_path: Path, 
     plain = HttpServer("streamable-http", {"NOTE_FILE": str(tmp_path / "note")})
     plain.start()
     try:
-        with pytest.raises(NoLoginNeeded, match="answered 200 without asking for a login"):
+        with pytest.raises(
+            NoLoginNeeded, match="needs no login: it answered 200 to a request without a token"
+        ):
             await log_in("remote", McpServerConfig(url=plain.url), auth_path)
     finally:
         plain.stop()
