@@ -186,6 +186,10 @@ class McpServer:
                 state = "is not reachable" if self.config.remote else "is not running"
                 return text_result(f"MCP server {self.name} {state}: {exc}", is_error=True)
             except ConnectionLost as exc:
+                if self.auth is not None and self.auth.problem is not None:
+                    # the legacy SSE transport drops the session on a refused POST
+                    self._log_auth(self.auth.problem)
+                    return text_result(str(self.auth.problem), is_error=True)
                 if not exc.sent and attempt == 1:
                     continue
                 again = "reconnected" if self.config.remote else "restarted"

@@ -10,6 +10,7 @@ mcp:<name>`` gets its bearer token from ``auth`` (see :mod:`.bearer`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -75,6 +76,16 @@ async def _watched_stdio(
         yield _EofWatch(read_stream, on_eof), write_stream
 
 
+def _not_a_refusal(record: logging.LogRecord) -> bool:
+    """Drop the SDK's traceback for a POST the server refused with 401 (the legacy SSE transport
+    logs it and ends the session): :mod:`.bearer` has recorded why, and the call says it."""
+    error = record.exc_info[1] if record.exc_info else None
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None) != 401
+
+
 @asynccontextmanager
 async def _remote(
     config: McpServerConfig, on_eof: Callable[[], None], auth: BearerAuth | None
@@ -89,6 +100,10 @@ async def _remote(
     assert url is not None
     headers = resolve_headers(config.headers)  # the server checked them before connecting
     if config.transport == "sse":
+        if auth is not None:
+            sse_log = logging.getLogger("mcp.client.sse")
+            if _not_a_refusal not in sse_log.filters:
+                sse_log.addFilter(_not_a_refusal)
         async with sse_client(
             url, headers=headers, timeout=config.timeout, sse_read_timeout=SSE_READ_TIMEOUT_S, auth=auth
         ) as (read_stream, write_stream):

@@ -6,6 +6,7 @@ into a tool result (and one log line) naming the login to run."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import stat
@@ -255,3 +256,29 @@ async def test_a_second_login_reuses_its_registration(
     await log_in("remote", config, auth_path)
     assert stored(auth_path)["client"] == first
     assert len(authz.clients) == 1
+
+
+async def test_over_sse_a_refused_renewal_answers_the_call_at_once(
+    authz: McpAuthServer,
+    protected: Callable[[str], OAuthMcpServer],
+    sources: Callable[[McpServerConfig], McpToolSource],
+    auth_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = protected("sse")
+    config = McpServerConfig(url=server.url, transport="sse")
+    await log_in("remote", config, auth_path)
+    source = sources(config)
+    assert await call(source, "remote__add", a=1, b=2) == (False, "3")
+    authz.expire_access()
+    assert await asyncio.wait_for(call(source, "remote__add", a=2, b=2), 20) == (False, "4")  # renewed
+    authz.expire_access()
+    authz.revoke_refresh()
+    caplog.set_level(logging.WARNING)
+    for _ in range(2):
+        failed, text = await asyncio.wait_for(call(source, "remote__add", a=1, b=2), 20)
+        assert failed and text.endswith(LOGIN), text
+    assert "Traceback" not in caplog.text and "Error in post_writer" not in caplog.text
+    assert [r.getMessage() for r in caplog.records if LOGIN in r.getMessage()] == [
+        f"[mcp] server {text.removeprefix('MCP server ')}"
+    ]
