@@ -10,6 +10,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,3 +209,18 @@ def test_a_server_that_needs_no_login_is_refused(
     assert done.stderr.splitlines()[-1] == (
         f"Error: {plain.url} needs no login: it answered 200 to a request without a token"
     )
+
+
+def test_login_opens_the_browser_when_one_is_at_hand(
+    agent: Path, authz: McpAuthServer, run_cli: RunCli, tmp_path: Path
+) -> None:
+    browser = tmp_path / "browser.py"  # $BROWSER: a "browser" that follows the URL's redirects
+    browser.write_text(
+        f"#!{sys.executable}\nimport sys, httpx\nhttpx.get(sys.argv[1], follow_redirects=True, timeout=30)\n"
+    )
+    browser.chmod(0o755)
+    done = run_cli("login", "mcp:remote", str(agent), "--timeout", "60", env={"BROWSER": str(browser)})
+    assert done.returncode == 0, done.stderr
+    assert "logged in to MCP server remote" in done.stderr
+    assert authz.grants == ["authorization_code"]
+    assert json.loads(auth_file(agent).read_text())["mcp:remote"]["access"] in authz.access
