@@ -110,7 +110,7 @@ async def _get_json(client: httpx.AsyncClient, url: str) -> dict[str, Any] | Non
         response = await client.get(url, headers={"Accept": "application/json"})
     except httpx.HTTPError as exc:
         raise CredentialError(f"cannot reach {url}: {one_line(str(exc)) or type(exc).__name__}") from None
-    if response.status_code in (404, 405, 400, 401, 403) or not response.is_success:
+    if not response.is_success:
         return None
     try:
         payload = response.json()

@@ -180,16 +180,13 @@ class McpServer:
                 result = await connection.call(tool, arguments)
             except StartFailure as exc:
                 self._failed(exc)
-                if self.auth is not None and self.auth.problem is not None:
-                    self._log_auth(self.auth.problem)
-                    return text_result(str(self.auth.problem), is_error=True)
+                if (refused := self._refused()) is not None:
+                    return refused
                 state = "is not reachable" if self.config.remote else "is not running"
                 return text_result(f"MCP server {self.name} {state}: {exc}", is_error=True)
             except ConnectionLost as exc:
-                if self.auth is not None and self.auth.problem is not None:
-                    # the legacy SSE transport drops the session on a refused POST
-                    self._log_auth(self.auth.problem)
-                    return text_result(str(self.auth.problem), is_error=True)
+                if (refused := self._refused()) is not None:
+                    return refused  # the legacy SSE transport ends the session on a refused POST
                 if not exc.sent and attempt == 1:
                     continue
                 again = "reconnected" if self.config.remote else "restarted"
@@ -205,6 +202,14 @@ class McpServer:
             self._auth_logged = None  # answered: a later refusal is news again
             return tool_result(self.name, tool, result)
         return text_result(f"MCP server {self.name} is not running", is_error=True)
+
+    def _refused(self) -> ToolResult | None:
+        """The error result of a call the login could not authorize (``None`` if it was not that)."""
+        problem = self.auth.problem if self.auth is not None else None
+        if problem is None:
+            return None
+        self._log_auth(problem)
+        return text_result(str(problem), is_error=True)
 
     def _log_auth(self, exc: McpAuthError) -> None:
         """One log line per new reason (not one per refused call)."""
