@@ -9,12 +9,26 @@ renewed, is a :class:`LoginRequired` whose message names the command to run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Protocol
 
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
-__all__ = ["LoginRequired", "McpAuthError", "McpTokens", "TokenFactory", "login_command"]
+__all__ = ["LoginRequired", "McpAuthError", "McpTokens", "TokenFactory", "login_command", "parse_challenge"]
+
+_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+def parse_challenge(header: str) -> dict[str, str] | None:
+    """The parameters of a ``WWW-Authenticate: Bearer ...`` challenge (``None`` when it is not one)."""
+    scheme, _, rest = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return {
+        m.group(1).lower(): (m.group(2) or m.group(3) or "").replace('\\"', '"')
+        for m in _PARAM.finditer(rest)
+    }
 
 
 def login_command(server: str) -> str:

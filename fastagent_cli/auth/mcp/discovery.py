@@ -17,20 +17,19 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from fastagent_cli.errors import CredentialError, one_line
+from fastagent_cli.tools.mcp_auth import parse_challenge
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["AuthServer", "NoLoginNeeded", "canonical_resource", "discover", "parse_challenge"]
 
-_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 _INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -69,17 +68,6 @@ class AuthServer:
     def registration_endpoint(self) -> str | None:
         value = self.metadata.get("registration_endpoint")
         return value if isinstance(value, str) and value else None
-
-
-def parse_challenge(header: str) -> dict[str, str] | None:
-    """The parameters of a ``Bearer`` challenge (``None`` when it is not one)."""
-    scheme, _, rest = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return {
-        m.group(1).lower(): (m.group(2) or m.group(3) or "").replace('\\"', '"')
-        for m in _PARAM.finditer(rest)
-    }
 
 
 def canonical_resource(url: str) -> str:

@@ -4,9 +4,10 @@ Every request carries the current access token (renewed first when it is about t
 with a ``Bearer`` challenge renews the token once and repeats the request; a second 401, or a
 renewal that fails, leaves the 401 to the SDK (which turns it into an error for that request) and
 records why in :attr:`BearerAuth.problem`, so the connection reports "run 'fastagent login
-mcp:<name>'" instead of the SDK's "Server returned an error response". Nothing here raises into
-the SDK's transport (an exception there would take the whole session down) and nothing opens a
-browser: the login itself happens in a terminal.
+mcp:<name>'" instead of the SDK's "Server returned an error response". A ``403`` with
+``error="insufficient_scope"`` (a step-up) is recorded the same way: more scopes take a new
+login. Nothing here raises into the SDK's transport (an exception there would take the whole
+session down) and nothing opens a browser: the login itself happens in a terminal.
 """
 
 from __future__ import annotations
@@ -15,14 +16,24 @@ from collections.abc import AsyncGenerator
 
 import httpx2
 
-from fastagent_cli.tools.mcp_auth import LoginRequired, McpAuthError, McpTokens
+from fastagent_cli.tools.mcp_auth import LoginRequired, McpAuthError, McpTokens, parse_challenge
 
 __all__ = ["BearerAuth"]
 
 
 def _bearer_challenge(response: httpx2.Response) -> bool:
-    challenge = response.headers.get("www-authenticate", "")
-    return response.status_code == 401 and challenge.lower().lstrip().startswith("bearer")
+    challenge = parse_challenge(response.headers.get("www-authenticate", ""))
+    return response.status_code == 401 and challenge is not None
+
+
+def _insufficient_scope(response: httpx2.Response) -> str | None:
+    """What a ``403`` step-up challenge (``error="insufficient_scope"``) asks for, else ``None``."""
+    challenge = (
+        parse_challenge(response.headers.get("www-authenticate", "")) if response.status_code == 403 else None
+    )
+    if challenge is None or challenge.get("error") != "insufficient_scope":
+        return None
+    return challenge.get("scope") or challenge.get("error_description") or "insufficient_scope"
 
 
 class BearerAuth(httpx2.Auth):
@@ -44,6 +55,10 @@ class BearerAuth(httpx2.Auth):
         if token:
             request.headers["Authorization"] = f"Bearer {token}"
         response = yield request
+        wanted = _insufficient_scope(response)
+        if wanted is not None:  # a step-up: only a new login can grant more
+            self.problem = LoginRequired(self.server, f"needs a login with more scopes ({wanted})")
+            return
         if not _bearer_challenge(response):
             if response.is_success:
                 self.problem = None

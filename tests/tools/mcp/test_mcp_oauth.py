@@ -282,3 +282,20 @@ async def test_over_sse_a_refused_renewal_answers_the_call_at_once(
     assert [r.getMessage() for r in caplog.records if LOGIN in r.getMessage()] == [
         f"[mcp] server {text.removeprefix('MCP server ')}"
     ]
+
+
+async def test_a_token_without_the_scope_the_server_requires_asks_for_a_new_login(
+    protected: Callable[[str], OAuthMcpServer],
+    sources: Callable[[McpServerConfig], McpToolSource],
+    auth_path: Path,
+) -> None:
+    server = protected("streamable-http")
+    config = McpServerConfig.model_validate({"url": server.url, "oauth": {"scopes": ["profile"]}})
+    await log_in("remote", config, auth_path)
+    assert stored(auth_path)["scope"] == "profile"
+    source = sources(config)
+    assert await source.tools() == []
+    assert source.diagnostics() == [
+        'mcp server "remote": cannot start: needs a login with more scopes (Required scope: mcp:tools): '
+        + LOGIN
+    ]
