@@ -71,7 +71,10 @@ async def _client(
             try:
                 secret = resolve_headers({"client_secret": oauth.client_secret})["client_secret"]
             except ValueError as exc:
-                raise CredentialError(f"[mcp_servers.{name}] oauth.{exc}") from None
+                why = str(exc).removeprefix("header ")
+                raise CredentialError(
+                    f"[mcp_servers.{name}] oauth.{why} (set it in the environment or .env)"
+                ) from None
         return configured_client(server, oauth.client_id, secret, redirect)
     if reuse is not None and reuse.get("redirect_uri") == redirect:
         return reuse
