@@ -11,7 +11,8 @@
 3. The authorization server's metadata: for an issuer with a path ``/p``,
    ``/.well-known/oauth-authorization-server/p``, ``/.well-known/openid-configuration/p`` and
    ``/p/.well-known/openid-configuration``; without one, the first two without ``/p``. Its
-   ``issuer`` must be the one asked for, and it must offer PKCE ``S256``.
+   ``issuer`` must be the one asked for, its endpoints HTTPS (plain HTTP only on loopback), and
+   it must offer PKCE ``S256``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def canonical_resource(url: str) -> str:
     """The server's URL as an RFC 8707 resource: lower-case scheme and host, no fragment."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
+
+
+def _secure(url: str) -> bool:
+    """HTTPS, or plain HTTP to this machine (OAuth 2.1 allows loopback only)."""
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (
+        parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+    )
 
 
 def _origin(url: str) -> str:
@@ -193,6 +202,13 @@ async def discover(url: str, headers: Mapping[str, str], transport: str = "strea
         raise CredentialError(
             f"the metadata of authorization server {issuer} names another issuer ({meta.get('issuer')})"
         )
+    for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        endpoint = meta.get(key)
+        if isinstance(endpoint, str) and endpoint and not _secure(endpoint):
+            raise CredentialError(
+                f"authorization server {issuer} has a plain-http {key} ({endpoint}): "
+                "refusing to send credentials there"
+            )
     methods = meta.get("code_challenge_methods_supported")
     if not isinstance(methods, list) or "S256" not in methods:
         raise CredentialError(

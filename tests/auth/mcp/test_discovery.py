@@ -125,6 +125,7 @@ async def test_a_legacy_server_is_its_own_authorization_server(serve: Serve) -> 
     [
         (metadata("https://elsewhere.example"), "names another issuer"),
         (metadata("{origin}", code_challenge_methods_supported=["plain"]), "does not offer PKCE S256"),
+        (metadata("{origin}", token_endpoint="http://as.example/token"), "plain-http token_endpoint"),
     ],
 )
 async def test_metadata_that_cannot_be_trusted_or_used_is_refused(
