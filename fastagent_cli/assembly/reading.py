@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastagent_cli.assembly.backend import StateBackend, select_backend
 from fastagent_cli.auth.paths import (
@@ -48,6 +49,10 @@ from fastagent_cli.models.registry import ModelRegistry, parse_spec
 from fastagent_cli.models.types import ModelInfo
 from fastagent_cli.state.paths import resolve_sessions_dir, resolve_state_root
 from fastagent_cli.tools.base import Tool
+
+if TYPE_CHECKING:
+    from fastagent_cli.tools.mcp_auth import McpTokens, TokenFactory
+    from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = [
     "MISSING_MODEL",
@@ -185,7 +190,12 @@ class AgentSurface:
         self._named = resolve_model_spec(model, config, env)
         self.model_problem: FastagentError | None = None
         self._check_model()
-        self.live = LiveTools(config.mcp_servers, location.workspace, config.code_mode_settings)
+        self.live = LiveTools(
+            config.mcp_servers,
+            location.workspace,
+            config.code_mode_settings,
+            mcp_tokens=_mcp_tokens(auth_path) if config.mcp_servers else None,
+        )
         self._extra = list(tools)
         self._wake_tools = wake_tools
         self._toolset: ToolSet | None = None
@@ -412,3 +422,15 @@ def _mount_wake_tools(toolset: ToolSet, backend: StateBackend) -> None:
 
     toolset.tools, warnings = with_wake_tools(toolset.tools, backend.schedule_claims(), system_clock())
     toolset.warnings.extend(warnings)
+
+
+def _mcp_tokens(auth_path: Path) -> TokenFactory:
+    """Remote MCP servers' OAuth tokens from the agent's credential file (imported on first use:
+    an agent without remote servers never loads them)."""
+
+    def tokens(name: str, config: McpServerConfig) -> McpTokens | None:
+        from fastagent_cli.auth.mcp.tokens import StoredTokens
+
+        return StoredTokens(auth_path, name, config)
+
+    return tokens

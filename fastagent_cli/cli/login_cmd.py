@@ -15,6 +15,9 @@ in ``DIR`` (default ``.``, like every command); outside any agent, the global
 file they act on. Inside an agent but not at its root, both refuse and name the root. ``login
 DIR`` with no provider works too: an argument that is no provider's name but a directory is the
 directory.
+
+``login mcp:<name>`` logs in to the agent's remote MCP server ``<name>`` with OAuth instead (see
+:mod:`fastagent_cli.cli.mcp_login`); ``logout mcp:<name>`` removes that login.
 """
 
 from __future__ import annotations
@@ -224,13 +227,37 @@ def _choose_provider(
 @click.argument("directory", required=False, metavar="[DIR]", shell_complete=agent_dirs)
 @click.option("--auth-path", help="Credential file to write (default <state>/auth.json of the agent in DIR).")
 @click.option("--no-input", is_flag=True, help="Never prompt (login then fails: it needs a terminal).")
-def login(provider: str | None, directory: str | None, auth_path: str | None, no_input: bool) -> None:
+@click.option("--no-browser", is_flag=True, help="mcp:<name>: print the URL to open, do not open a browser.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="mcp:<name>: seconds to wait for the browser to come back.",
+)
+def login(
+    provider: str | None,
+    directory: str | None,
+    auth_path: str | None,
+    no_input: bool,
+    no_browser: bool,
+    timeout: float,
+) -> None:
     """Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot) or store a
-    provider's API key, verified at once with one request.
+    provider's API key, verified at once with one request; or log in to a remote MCP server of
+    the agent with OAuth (PROVIDER mcp:<name>).
 
     The credential goes to the .fastagent/auth.json of the agent in DIR (default .); outside any
     agent it goes to ~/.fastagent/auth.json, which every agent reads after its own file.
     """
+    if provider is not None and provider.startswith("mcp:"):
+        from fastagent_cli.cli.mcp_login import login_mcp_server
+
+        name = provider.removeprefix("mcp:")
+        if not name:
+            raise UsageError("name the MCP server: `fastagent login mcp:<name>`")
+        login_mcp_server(name, directory or ".", auth_path, browser=not no_browser, timeout=timeout)
+        return
     provider, where = _arguments(provider, directory)
     target, store, registry = _open(where, auth_path)
     providers = login_providers(registry)

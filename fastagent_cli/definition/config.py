@@ -76,6 +76,8 @@ a TOML syntax error names the file, line and column::
     headers = { Authorization = "Bearer $LINEAR_TOKEN" }   # $VAR read when connecting
     timeout = 30                       # seconds per HTTP request
     transport = "sse"                  # only for a server on the legacy HTTP+SSE transport
+    # behind OAuth instead of a header: `fastagent login mcp:linear`; a client registered by hand:
+    oauth = { client_id = "...", scopes = ["read"], redirect_port = 8765 }
 """
 
 from __future__ import annotations

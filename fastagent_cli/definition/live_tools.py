@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastagent_cli.control import Notice
 from fastagent_cli.definition.tools_loader import ToolCollision
@@ -24,6 +24,9 @@ from fastagent_cli.tools.base import Tool
 from fastagent_cli.tools.code_mode.settings import CodeModeSettings
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
+if TYPE_CHECKING:
+    from fastagent_cli.tools.mcp_auth import TokenFactory
+
 __all__ = ["LiveTools"]
 
 log = logging.getLogger("fastagent.tools")
@@ -31,10 +34,17 @@ log = logging.getLogger("fastagent.tools")
 
 class LiveTools:
     def __init__(
-        self, servers: Mapping[str, McpServerConfig], cwd: Path, code_mode: CodeModeSettings | None = None
+        self,
+        servers: Mapping[str, McpServerConfig],
+        cwd: Path,
+        code_mode: CodeModeSettings | None = None,
+        *,
+        mcp_tokens: TokenFactory | None = None,
     ) -> None:
         self.servers = dict(servers)
         self.cwd = cwd
+        self.mcp_tokens = mcp_tokens
+        """Where remote servers' OAuth tokens come from (the agent's ``auth.json``)."""
         self._code_settings = code_mode
         self._code_mode: Any = None
         self.static: list[Tool] = []
@@ -119,7 +129,7 @@ class LiveTools:
                 self._unavailable = True
                 self._problems.append(f"MCP servers are configured but MCP support is unavailable ({exc})")
                 return None
-            self._source = McpToolSource(self.servers, self.cwd)
+            self._source = McpToolSource(self.servers, self.cwd, tokens=self.mcp_tokens)
         return self._source
 
     async def mcp_tools(self) -> list[Tool]:

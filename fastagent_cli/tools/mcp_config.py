@@ -3,7 +3,10 @@
 A remote server is ``url = "https://..."`` with optional ``headers`` (values may be ``$VAR`` or
 ``${VAR}``, read from the environment when connecting, as ``models.json`` keys are), a
 ``timeout`` in seconds for each HTTP request, and ``transport = "sse"`` for a server that speaks
-only the legacy HTTP+SSE transport (default ``"streamable-http"``).
+only the legacy HTTP+SSE transport (default ``"streamable-http"``). A server behind OAuth needs no
+table at all (``fastagent login mcp:<name>`` discovers its authorization server and registers a
+client); ``oauth = { client_id = "...", client_secret = "$VAR", scopes = [...], redirect_port = N }``
+names a client registered by hand, for an authorization server without dynamic registration.
 
 The type lives with the tools that use it (:mod:`fastagent_cli.tools.mcp`), below the definition
 that reads it from ``fastagent.toml``; importing it does not import the ``mcp`` SDK.
@@ -18,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["McpServerConfig", "resolve_headers"]
+__all__ = ["McpOAuthConfig", "McpServerConfig", "resolve_headers"]
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -40,6 +43,28 @@ def resolve_headers(headers: Mapping[str, str], env: Mapping[str, str] | None = 
     return resolved
 
 
+class McpOAuthConfig(BaseModel):
+    """``[mcp_servers.<name>] oauth``: the OAuth client ``login mcp:<name>`` uses."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    client_id: str | None = None
+    """A client registered by hand (default: dynamic registration, when the server offers it)."""
+    client_secret: str | None = None
+    """Its secret, if it has one (``$VAR`` / ``${VAR}`` read from the environment)."""
+    scopes: list[str] | None = None
+    """Scopes to ask for (default: what the server's challenge or metadata names)."""
+    redirect_port: int = Field(default=0, ge=0, le=65535)
+    """The loopback port of the redirect ``http://127.0.0.1:<port>/callback`` (0: any free one;
+    a client registered by hand usually needs the port it was registered with)."""
+
+    @model_validator(mode="after")
+    def _secret_needs_id(self) -> McpOAuthConfig:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("oauth.client_secret needs oauth.client_id")
+        return self
+
+
 class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,6 +84,8 @@ class McpServerConfig(BaseModel):
     transport: Literal["streamable-http", "sse"] = "streamable-http"
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds for each HTTP request to a remote server (a stream's reads wait longer)."""
+    oauth: McpOAuthConfig | None = None
+    """The OAuth client of a remote server behind OAuth (see ``fastagent login mcp:<name>``)."""
 
     @model_validator(mode="after")
     def _one_way_in(self) -> McpServerConfig:
@@ -71,8 +98,8 @@ class McpServerConfig(BaseModel):
             given = [k for k in local if k in self.model_fields_set]
             if given:
                 raise ValueError(f"{', '.join(given)} only apply to a command; a url server takes headers")
-        elif "headers" in self.model_fields_set or "transport" in self.model_fields_set:
-            raise ValueError("headers and transport only apply to a url server")
+        elif {"headers", "transport", "oauth"} & self.model_fields_set:
+            raise ValueError("headers, transport and oauth only apply to a url server")
         return self
 
     @property

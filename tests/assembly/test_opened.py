@@ -19,6 +19,7 @@ from fastagent_cli.errors import ConfigError, ModelError
 from fastagent_cli.models.scripted import ScriptedModel, ScriptedRequest
 from fastagent_cli.tools.base import Tool, ToolContext, ToolResult, text_result
 from fastagent_cli.tools.define import define_tool
+from fastagent_cli.tools.mcp_config import McpServerConfig
 from tests.conftest import AgentFactory, RunCli
 from tests.definition.fixture_agent import PERSONA, build_fixture_agent, recorded
 
@@ -121,8 +122,9 @@ class FakeMcpSource:
     instances: list[FakeMcpSource] = []
     fail = False
 
-    def __init__(self, servers: Mapping[str, Any], cwd: Any) -> None:
+    def __init__(self, servers: Mapping[str, Any], cwd: Any, *, tokens: Any = None) -> None:
         self.servers = servers
+        self.tokens = tokens  # the agent's auth.json, for servers behind OAuth
         self.closed = False
         self.calls = 0
         FakeMcpSource.instances.append(self)
@@ -175,6 +177,8 @@ async def test_mcp_tools_join_before_the_turn(tmp_path: Path, fake_mcp: type[Fak
         'tool "read" (mcp files) is shadowed by coding tool — not mounted'
     ]
     assert len(fake_mcp.instances) == 1 and fake_mcp.instances[0].calls == 2 and fake_mcp.instances[0].closed
+    remote = McpServerConfig(url="http://127.0.0.1:9/mcp")
+    assert fake_mcp.instances[0].tokens("remote", remote).path == opened.auth_path  # OAuth logins
 
 
 async def test_an_mcp_failure_is_a_diagnostic_not_a_failed_turn(

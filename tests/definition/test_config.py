@@ -45,7 +45,7 @@ def _error(run_cli: RunCli, agent: Path, *args: str) -> str:
         (
             '[mcp_servers.fs]\ncommand = "x"\nargv = []\n',
             "unknown key 'mcp_servers.fs.argv'; did you mean 'args'? (valid keys: command, args, env, cwd,"
-            " watch, watch_debounce_ms, code_mode, url, headers, transport, timeout)",
+            " watch, watch_debounce_ms, code_mode, url, headers, transport, timeout, oauth)",
         ),
         ('agent_dir = "bot"\n', "key 'agent_dir' is retired (placement is structural"),
         (

@@ -2,7 +2,8 @@
 
 It answers the browser with a short page and hands the ``code`` to the waiting login once, after
 checking ``state``; a wrong state or a provider ``error`` parameter gets a failure page and keeps
-waiting (a stale tab must not end the login).
+waiting (a stale tab must not end the login). With ``errors_end``, an ``error`` (a denied consent)
+that carries the right ``state`` ends the login with that error instead.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import asyncio
 import html
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
+
+from fastagent_cli.errors import CredentialError, one_line
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -24,9 +27,12 @@ _PAGE = (
 
 
 class CallbackServer:
-    def __init__(self, path: str, state: str, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, path: str, state: str, *, host: str = "127.0.0.1", port: int = 0, errors_end: bool = False
+    ) -> None:
         self.path = path
         self.state = state
+        self.errors_end = errors_end
         self.host = host
         self.port = port
         self._code: asyncio.Future[str] | None = None
@@ -80,6 +86,13 @@ class CallbackServer:
 
         if query.get("error"):
             detail = query.get("error_description") or query["error"]
+            if self.errors_end and query.get("state") == self.state and not self._code.done():
+                said = query["error"] + (
+                    f" ({query['error_description']})" if query.get("error_description") else ""
+                )
+                self._code.set_exception(
+                    CredentialError(f"the authorization server refused the login: {one_line(said)[:300]}")
+                )
             return page(400, "Login failed", f"Login failed: {detail}. Return to your terminal.")
         if query.get("state") != self.state:
             return page(400, "Login failed", "This page belongs to another login attempt (state mismatch).")

@@ -18,6 +18,10 @@ The child gets the SDK's minimal environment (``HOME``, ``LOGNAME``, ``PATH``, `
 ``TERM``, ``USER``) plus the server's ``env`` table; its working directory is the server's
 ``cwd`` (relative to the workspace) or the workspace. Its stderr goes to the
 ``fastagent.mcp`` logger at debug level.
+
+A remote server behind OAuth gets its bearer tokens from ``tokens`` (the assembly hands in the
+agent's ``auth.json``, see :mod:`fastagent_cli.tools.mcp_auth`); without a usable login its
+start failure and its tools' results say which ``fastagent login mcp:<name>`` to run.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from fastagent_cli.tools.mcp.convert import tool_name
 from fastagent_cli.tools.mcp.resources import McpResources
 from fastagent_cli.tools.mcp.server import McpServer
 from fastagent_cli.tools.mcp.watch import ResourceWatch
+from fastagent_cli.tools.mcp_auth import TokenFactory
 from fastagent_cli.tools.mcp_config import McpServerConfig
 
 __all__ = ["RETRY_START_S", "McpToolSource"]
@@ -68,10 +73,16 @@ def _mcp_tool(server: McpServer, name: str, remote: Any) -> Tool:
 class McpToolSource:
     """The tools of every configured MCP server, started on first use."""
 
-    def __init__(self, servers: Mapping[str, McpServerConfig], cwd: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        cwd: str | os.PathLike[str],
+        *,
+        tokens: TokenFactory | None = None,
+    ) -> None:
         root = Path(cwd).resolve()
         self._configs = dict(servers)
-        self._servers = [McpServer(name, config, root) for name, config in servers.items()]
+        self._servers = [McpServer(name, config, root, tokens) for name, config in servers.items()]
         self._watch: ResourceWatch | None = None
         self._tools: list[Tool] = []
         self._notes: list[str] = []

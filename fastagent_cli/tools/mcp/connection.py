@@ -19,7 +19,7 @@ import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -33,6 +33,9 @@ from fastagent_cli.tools.mcp.transports import open_transport
 from fastagent_cli.tools.mcp_config import McpServerConfig
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
+
+if TYPE_CHECKING:
+    from fastagent_cli.tools.mcp.bearer import BearerAuth
 
 __all__ = ["START_TIMEOUT_S", "Connection", "ConnectionLost", "StartFailure"]
 
@@ -88,9 +91,13 @@ class Connection:
         *,
         subscriptions: Sequence[str] = (),
         on_updated: Callable[[str], None] | None = None,
+        auth: BearerAuth | None = None,
     ) -> None:
         self.name = name
         self.params = params
+        self.auth = auth
+        if auth is not None:
+            auth.problem = None  # a new connection: an old refusal says nothing about it
         self.subscriptions = tuple(subscriptions)
         """Resources to watch once the server runs (on either wire, see :mod:`.subscriptions`)."""
         self.subscribe_errors: dict[str, str] = {}
@@ -198,7 +205,7 @@ class Connection:
             self._finish(failure)
 
     async def _session(self, errlog: TextIO, scope: anyio.CancelScope) -> None:
-        transport = open_transport(self.params, errlog, self._on_eof)
+        transport = open_transport(self.params, errlog, self._on_eof, self.auth)
         info = Implementation(name="fastagent", version=__version__)
         client = Client(
             transport, mode="auto", cache=None, client_info=info, message_handler=self._on_message
@@ -262,7 +269,9 @@ class Connection:
                 if not call.future.done():
                     call.future.set_result(result)
         except MCPError as exc:
-            if exc.message == "Session terminated" and isinstance(self.params, McpServerConfig):
+            if self.auth is not None and self.auth.problem is not None:
+                _settle(call.future, self.auth.problem)  # a 401 the login could not answer
+            elif exc.message == "Session terminated" and isinstance(self.params, McpServerConfig):
                 # a remote server that restarted no longer knows the session: it did not run the call
                 self._on_eof()
                 _settle(call.future, ConnectionLost(f"MCP server {self.name} ended the session", sent=False))
@@ -307,6 +316,8 @@ class Connection:
                 reason = "shut down before it started"
             elif failure is None:
                 reason = "exited during start-up"
+            elif self.auth is not None and self.auth.problem is not None:
+                reason = self.auth.problem.detail
             else:
                 reason = describe_error(failure, self.params.command)
                 if isinstance(self.params, McpServerConfig):

@@ -12,8 +12,10 @@ from typing import Any
 import mcp_types
 
 from fastagent_cli.tools.base import ToolResult, text_result
+from fastagent_cli.tools.mcp.bearer import BearerAuth
 from fastagent_cli.tools.mcp.connection import Connection, ConnectionLost, StartFailure
 from fastagent_cli.tools.mcp.convert import describe_error, tool_result
+from fastagent_cli.tools.mcp_auth import McpAuthError, TokenFactory
 from fastagent_cli.tools.mcp_config import McpServerConfig, resolve_headers
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -30,10 +32,19 @@ log = logging.getLogger("fastagent.mcp")
 class McpServer:
     """``[mcp_servers.<name>]``: the tool listing, calls, restarts and the last start failure."""
 
-    def __init__(self, name: str, config: McpServerConfig, cwd: Path) -> None:
+    def __init__(
+        self, name: str, config: McpServerConfig, cwd: Path, tokens: TokenFactory | None = None
+    ) -> None:
         self.name = name
         self.config = config
         self.params: StdioServerParameters | McpServerConfig = config
+        self.auth: BearerAuth | None = None
+        """OAuth bearer tokens (a url server without its own ``Authorization`` header)."""
+        own_auth = any(key.lower() == "authorization" for key in config.headers)
+        if config.remote and tokens is not None and not own_auth:
+            source = tokens(name, config)
+            self.auth = BearerAuth(name, source) if source is not None else None
+        self._auth_logged: str | None = None
         if config.command is not None:
             workdir = Path(config.cwd).expanduser() if config.cwd else cwd
             if not workdir.is_absolute():
@@ -61,6 +72,9 @@ class McpServer:
         if self.config.remote and self.failed_at is not None:
             self._backoff = min(self._backoff * 2, BACKOFF_S[1])
         self.failed_at = loop.time()
+        if self.auth is not None and self.auth.problem is not None:
+            self._log_auth(self.auth.problem)
+            return
         log.warning(
             "[mcp] server %s %s: %s",
             self.name,
@@ -89,6 +103,7 @@ class McpServer:
                 self.params,
                 subscriptions=self.watch if watching else (),
                 on_updated=self._updated,
+                auth=self.auth,
             )
             connection.start()
             self.starts += 1
@@ -165,20 +180,42 @@ class McpServer:
                 result = await connection.call(tool, arguments)
             except StartFailure as exc:
                 self._failed(exc)
+                if (refused := self._refused()) is not None:
+                    return refused
                 state = "is not reachable" if self.config.remote else "is not running"
                 return text_result(f"MCP server {self.name} {state}: {exc}", is_error=True)
             except ConnectionLost as exc:
+                if (refused := self._refused()) is not None:
+                    return refused  # the legacy SSE transport ends the session on a refused POST
                 if not exc.sent and attempt == 1:
                     continue
                 again = "reconnected" if self.config.remote else "restarted"
                 later = "" if self._closed else f"; it will be {again} on the next call"
                 return text_result(f"{exc}{later}", is_error=True)
+            except McpAuthError as exc:
+                self._log_auth(exc)
+                return text_result(str(exc), is_error=True)
             except MCPError as exc:
                 return text_result(f"MCP server {self.name}: {exc.message or exc}", is_error=True)
             except Exception as exc:
                 return text_result(f"MCP server {self.name}: {describe_error(exc)}", is_error=True)
+            self._auth_logged = None  # answered: a later refusal is news again
             return tool_result(self.name, tool, result)
         return text_result(f"MCP server {self.name} is not running", is_error=True)
+
+    def _refused(self) -> ToolResult | None:
+        """The error result of a call the login could not authorize (``None`` if it was not that)."""
+        problem = self.auth.problem if self.auth is not None else None
+        if problem is None:
+            return None
+        self._log_auth(problem)
+        return text_result(str(problem), is_error=True)
+
+    def _log_auth(self, exc: McpAuthError) -> None:
+        """One log line per new reason (not one per refused call)."""
+        if str(exc) != self._auth_logged:
+            self._auth_logged = str(exc)
+            log.warning("[mcp] server %s %s", self.name, exc.detail)
 
     async def aclose(self) -> None:
         async with self._lock:

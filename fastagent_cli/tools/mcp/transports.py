@@ -4,15 +4,17 @@ HTTP (or the legacy HTTP+SSE transport).
 Each transport yields the SDK's read and write streams, with the read stream watched so the
 connection hears at once when it ends: the server process exited, or a remote server's stream
 closed. A remote server's headers are resolved (``$VAR``) when connecting, so a changed
-environment variable is used by the next connection.
+environment variable is used by the next connection. A server logged in with ``fastagent login
+mcp:<name>`` gets its bearer token from ``auth`` (see :mod:`.bearer`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
@@ -20,6 +22,9 @@ from fastagent_cli.tools.mcp_config import McpServerConfig, resolve_headers
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    from fastagent_cli.tools.mcp.bearer import BearerAuth
 
 __all__ = ["SSE_READ_TIMEOUT_S", "open_transport"]
 
@@ -71,8 +76,20 @@ async def _watched_stdio(
         yield _EofWatch(read_stream, on_eof), write_stream
 
 
+def _not_a_refusal(record: logging.LogRecord) -> bool:
+    """Drop the SDK's traceback for a POST the server refused with 401 (the legacy SSE transport
+    logs it and ends the session): :mod:`.bearer` has recorded why, and the call says it."""
+    error = record.exc_info[1] if record.exc_info else None
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None) != 401
+
+
 @asynccontextmanager
-async def _remote(config: McpServerConfig, on_eof: Callable[[], None]) -> AsyncIterator[tuple[Any, Any]]:
+async def _remote(
+    config: McpServerConfig, on_eof: Callable[[], None], auth: BearerAuth | None
+) -> AsyncIterator[tuple[Any, Any]]:
     import httpx2
 
     from mcp.client.sse import sse_client
@@ -83,23 +100,30 @@ async def _remote(config: McpServerConfig, on_eof: Callable[[], None]) -> AsyncI
     assert url is not None
     headers = resolve_headers(config.headers)  # the server checked them before connecting
     if config.transport == "sse":
+        if auth is not None:
+            sse_log = logging.getLogger("mcp.client.sse")
+            if _not_a_refusal not in sse_log.filters:
+                sse_log.addFilter(_not_a_refusal)
         async with sse_client(
-            url, headers=headers, timeout=config.timeout, sse_read_timeout=SSE_READ_TIMEOUT_S
+            url, headers=headers, timeout=config.timeout, sse_read_timeout=SSE_READ_TIMEOUT_S, auth=auth
         ) as (read_stream, write_stream):
             yield _EofWatch(read_stream, on_eof), write_stream
         return
     timeout = httpx2.Timeout(config.timeout, read=max(config.timeout, SSE_READ_TIMEOUT_S))
     async with (
-        create_mcp_http_client(headers=headers, timeout=timeout) as http,
+        create_mcp_http_client(headers=headers, timeout=timeout, auth=auth) as http,
         streamable_http_client(url, http_client=http) as (read_stream, write_stream),
     ):
         yield _EofWatch(read_stream, on_eof), write_stream
 
 
 def open_transport(
-    target: StdioServerParameters | McpServerConfig, errlog: TextIO, on_eof: Callable[[], None]
+    target: StdioServerParameters | McpServerConfig,
+    errlog: TextIO,
+    on_eof: Callable[[], None],
+    auth: BearerAuth | None = None,
 ) -> Any:
     """The transport context manager for ``target`` (a command's parameters or a remote config)."""
     if isinstance(target, McpServerConfig):
-        return _remote(target, on_eof)
+        return _remote(target, on_eof, auth)
     return _watched_stdio(target, errlog, on_eof)
