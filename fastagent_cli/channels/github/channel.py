@@ -26,7 +26,7 @@ import logging
 import os
 from typing import Any
 
-from fastagent_cli.channels.github.parse import On
+from fastagent_cli.channels.github.parse import ROUTE, On
 from fastagent_cli.channels.kit.routes import ChannelRoutes
 from fastagent_cli.errors import ServeError
 
@@ -36,7 +36,6 @@ log = logging.getLogger("fastagent.channel")
 
 GITHUB_SECRET_ENV = "GITHUB_WEBHOOK_SECRET"
 _TOKEN_ENV = "GITHUB_TOKEN"
-_ROUTE = "/webhook"
 
 
 class GithubChannel:
@@ -72,7 +71,7 @@ class GithubChannel:
             "[github] set the repository webhook (Settings -> Webhooks -> Add webhook): Payload URL %s%s, "
             "content type application/json, secret: the value of %s",
             public_url.rstrip("/"),
-            _ROUTE,
+            ROUTE,
             GITHUB_SECRET_ENV,
         )
         return "manual"

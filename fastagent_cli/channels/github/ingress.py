@@ -33,7 +33,9 @@ from aiohttp import web
 from fastagent_cli.channels.github.api import GithubApi, resolve_api_url
 from fastagent_cli.channels.github.approvals import GithubApprovals
 from fastagent_cli.channels.github.parse import (
+    KIND,
     MAX_WEBHOOK_BYTES,
+    ROUTE,
     GithubEvent,
     Intent,
     On,
@@ -51,12 +53,10 @@ from fastagent_cli.channels.kit.trace import incoming_traceparent
 from fastagent_cli.channels.kit.turn_queue import TurnQueue
 from fastagent_cli.serving.body import json_object_or_400, read_post_body, text_response
 
-__all__ = ["KIND", "ROUTE", "GithubIngress"]
+__all__ = ["GithubIngress"]
 
 log = logging.getLogger("fastagent.channel")
 
-KIND = "github"
-ROUTE = "/webhook"
 _FORM = "application/x-www-form-urlencoded"
 
 

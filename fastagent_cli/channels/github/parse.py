@@ -26,6 +26,7 @@ from typing import Any
 from fastagent_cli.control import Decision
 
 __all__ = [
+    "KIND",
     "MARKER",
     "MAX_REASON",
     "MAX_WEBHOOK_BYTES",
@@ -33,6 +34,7 @@ __all__ = [
     "GithubEvent",
     "Intent",
     "On",
+    "ROUTE",
     "Thread",
     "is_own_comment",
     "parse_command",
@@ -40,6 +42,9 @@ __all__ = [
     "thread_of",
 ]
 
+KIND = "github"
+ROUTE = "/webhook"
+"""The webhook's one route (the Payload URL's path)."""
 MARKER = "<!-- fastagent:approval -->"
 """The first line of every comment the channel posts: a delivery of one is its own, ignored."""
 MAX_REASON = 2000
