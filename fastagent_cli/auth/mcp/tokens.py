@@ -47,6 +47,23 @@ class StoredTokens:
         self.key = entry_key(server)
         self._refused: tuple[str, LoginRequired] | None = None
         """The refresh token the server refused, and what that meant: it is not sent again."""
+        self._read: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+        """The file's identity (inode, size, mtime) when last read, and what it held."""
+
+    async def _doc(self) -> dict[str, Any]:
+        """``auth.json`` as it is now: a stat per request, read (off the loop) only when it changed
+        (a login, a renewal here or in another process: each replaces the file)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            self._read = None
+            return {}
+        except OSError as exc:
+            raise CredentialError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._read is None or self._read[0] != ident:
+            self._read = (ident, await asyncio.to_thread(read_auth_file, self.path))
+        return self._read[1]
 
     def _entry(self, doc: dict[str, Any]) -> dict[str, Any] | None:
         """This server's login, or ``None``; LoginRequired when it is for another URL."""
@@ -59,7 +76,7 @@ class StoredTokens:
 
     async def access(self) -> str | None:
         try:
-            entry = self._entry(read_auth_file(self.path))
+            entry = self._entry(await self._doc())
         except CredentialError as exc:
             raise McpAuthError(self.server, f"cannot read its login: {exc.message}") from None
         if entry is None:
