@@ -158,15 +158,12 @@ def credential_files(auth_path: Path | None, global_path: Path | None) -> list[P
 
 def _same_file(a: Path, b: Path) -> bool:
     """One file under two names (a link, a symlinked directory): two ``stat`` calls, where
-    resolving both paths took a system call per component. Either missing: compared as
-    resolved paths (nothing would be read twice anyway)."""
+    resolving both paths took a system call per component. A missing file is nobody's twin
+    (reading a missing file twice finds nothing twice)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
-        try:
-            return a.resolve() == b.resolve()
-        except OSError:
-            return a == b
+        return False
 
 
 _SETTLE_NS = 2_000_000_000

@@ -60,6 +60,7 @@ class RecordFiles:
         self._counter = root / ".locks" / "create.generation"
         self._threads = threading.Lock()
         self.staging = root / ".staging"
+        self._made = False
         self.migration = migrate_flat_records(root, self.directory, lease)
 
     def find(self, session: str) -> Path | None:
@@ -88,9 +89,7 @@ class RecordFiles:
         header = {**header, "id": spec_id(session)}  # the spelling is this layout's
         data = (dumps_line(header) + "\n").encode("utf-8") + body
         try:
-            make_private_dir(self.own)
-            make_private_dir(self.staging)
-            staged = stage_file(self.staging / path.name, data, mode=0o600)
+            staged = self._stage(path.name, data)
         except OSError as exc:
             raise store_error("write", exc, self.own) from exc
         try:
@@ -104,7 +103,11 @@ class RecordFiles:
                 # The counter moves first: killed between the two, the others list once for
                 # nothing; the other way round they could trust a listing without the record.
                 _set_generation(self._counter, generation + 1)
-                os.link(staged, path)
+                try:
+                    os.link(staged, path)
+                except FileNotFoundError:  # the directory went away since it was made
+                    make_private_dir(self.own)
+                    os.link(staged, path)
                 self.own_index.published(session, path, generation + 1)
                 self.index.advanced(generation + 1)
         except OSError as exc:
@@ -113,6 +116,20 @@ class RecordFiles:
             with contextlib.suppress(OSError):
                 os.unlink(staged)
         return path, True
+
+    def _stage(self, name: str, data: bytes) -> Path:
+        """``data`` written and fsynced in ``.staging/``; the directories are made on the first
+        publish (and again when one was removed since), not checked on every one."""
+        if not self._made:
+            make_private_dir(self.own)
+            make_private_dir(self.staging)
+            self._made = True
+        try:
+            return stage_file(self.staging / name, data, mode=0o600)
+        except FileNotFoundError:
+            make_private_dir(self.own)
+            make_private_dir(self.staging)
+            return stage_file(self.staging / name, data, mode=0o600)
 
     @contextlib.contextmanager
     def _creating(self, session: str) -> Iterator[None]:

@@ -4,6 +4,7 @@ which ext4 flushes on close), fixed width, moved before the record is linked."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,15 @@ async def test_the_counter_moves_before_the_record_is_linked(
     assert int(counter(tmp_path).read_bytes()) == 2
     monkeypatch.undo()
     assert await FileSessionStore(tmp_path, tmp_path).open_if_exists("second") is None
+
+
+async def test_a_creation_after_the_record_directories_were_removed_makes_them_again(tmp_path: Path) -> None:
+
+    store = FileSessionStore(tmp_path, tmp_path)
+    await store.open_or_create("first")
+    shutil.rmtree(store.files.staging)
+    shutil.rmtree(store.files.own)  # a cleanup between two turns of a running server
+    record = await store.open_or_create("second")
+    assert record.session == "second"
+    assert [path.parent for path in store.files.paths()] == [store.files.own]
+    assert oct(store.files.own.stat().st_mode & 0o777) == "0o700"
