@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,14 +157,46 @@ def credential_files(auth_path: Path | None, global_path: Path | None) -> list[P
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """One file under two names (a link, a symlinked directory): two ``stat`` calls, where
+    resolving both paths took a system call per component. A missing file is nobody's twin
+    (reading a missing file twice finds nothing twice)."""
     try:
-        return a.resolve() == b.resolve()
+        return os.path.samefile(a, b)
     except OSError:
-        return a == b
+        return False
+
+
+_SETTLE_NS = 2_000_000_000
+_Stamp = tuple[int, int, int, int, int]
+_parsed: dict[Path, tuple[_Stamp, dict[str, dict[str, Any]]]] = {}
+"""Each credential file as last parsed, with the ``stat`` it was parsed at: a model request
+reads them all (the agent's, the global one), and they nearly never change."""
+
+
+def _entries(path: Path) -> Mapping[str, Mapping[str, Any]]:
+    """:func:`read_auth_file` for reading only, parsed again only when the file changed (inode,
+    size, mtime or ctime moved: a rename into place, an edit, a ``touch``), or changed within
+    the last 2 s (a file system's clock tick can hide a second write of the same size). A
+    missing file is one ``stat``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        _parsed.pop(path, None)
+        return {}
+    except OSError:
+        return read_auth_file(path)  # reports the error as reading it does
+    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    cached = _parsed.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    entries = read_auth_file(path)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLE_NS:
+        _parsed[path] = (stamp, entries)
+    return entries
 
 
 def _stored(model: ModelInfo, path: Path) -> Credential | None:
-    stored = read_auth_file(path).get(model.provider) or {}
+    stored = _entries(path).get(model.provider) or {}
     kind = stored.get("type", "api_key")
     if kind == "api_key" and isinstance(stored.get("key"), str) and stored["key"]:
         return Credential(stored["key"], f"stored credential ({path})", path=path)

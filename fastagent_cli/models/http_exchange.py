@@ -25,7 +25,7 @@ close together are read, parsed and relayed as one batch; the first token is nev
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
 import httpx
@@ -65,11 +65,31 @@ class StreamedResponse:
         return b"".join([chunk async for chunk in self.aiter_bytes()])
 
 
-class Exchange:
-    """Start with ``Exchange(http, request)``; ``await response()``; always ``abandon()`` when done."""
+Send = Callable[[], Awaitable[httpx.Response]]
+"""Sends the request and returns the streamed response (its head read, its body not)."""
 
-    def __init__(self, http: httpx.AsyncClient, request: httpx.Request, pace_s: float = 0.0) -> None:
-        self._http = http
+
+def with_request(exc: httpx.HTTPError, request: Callable[[], httpx.Request]) -> httpx.HTTPError:
+    """``exc`` naming the request that failed (error messages name its URL): a transport error
+    raised outside ``httpx.AsyncClient.send`` knows none yet."""
+    if isinstance(exc, httpx.RequestError):
+        try:
+            exc.request  # noqa: B018 (set: nothing to do)
+        except RuntimeError:
+            exc.request = request()
+    return exc
+
+
+class Exchange:
+    """Start with ``Exchange(send, request, name)``; ``await response()``; always ``abandon()``
+    when done. ``send`` sends the request (``httpx.AsyncClient.send``, or the pool's own
+    :meth:`~fastagent_cli.models.http_transport.PooledTransport.send`); ``request`` builds the
+    ``httpx.Request`` that errors name (called only on failure)."""
+
+    def __init__(
+        self, send: Send, request: Callable[[], httpx.Request], name: str, pace_s: float = 0.0
+    ) -> None:
+        self._send = send
         self._request = request
         self.pace_s = pace_s
         self._paced: PacedStream | None = None
@@ -79,7 +99,7 @@ class Exchange:
         self._chunks: asyncio.Queue[object] = asyncio.Queue()
         self._scope = anyio.CancelScope()  # cancelling it before it is entered is allowed
         self._abandoned = False
-        self.task = asyncio.create_task(self._run(), name=f"http {request.method} {request.url.host}")
+        self.task = asyncio.create_task(self._run(), name=name)
 
     async def response(self) -> StreamedResponse:
         """The response head (raises the ``httpx`` error when the request failed)."""
@@ -111,12 +131,14 @@ class Exchange:
 
     async def _run(self) -> None:
         try:
-            response = await self._http.send(self._request, stream=True)
+            response = await self._send()
         except BaseException as exc:
             if self._abandoned or not isinstance(exc, Exception):
                 self._head.cancel()
             else:
-                self._head.set_exception(exc)
+                self._head.set_exception(
+                    with_request(exc, self._request) if isinstance(exc, httpx.HTTPError) else exc
+                )
             if not isinstance(exc, Exception):
                 raise
             return
@@ -132,12 +154,12 @@ class Exchange:
                     async for chunk in response.aiter_bytes():
                         self._chunks.put_nowait(chunk)
                 except httpx.HTTPError as exc:
-                    self._chunks.put_nowait(exc)
+                    self._chunks.put_nowait(with_request(exc, self._request))
                 else:
                     self._chunks.put_nowait(_END)
         except BaseException:
             # Cancelled from outside (the client is being closed): the reader must not hang.
-            self._chunks.put_nowait(httpx.ReadError("the model client was closed", request=self._request))
+            self._chunks.put_nowait(httpx.ReadError("the model client was closed", request=self._request()))
             raise
         finally:
             self._reading = False

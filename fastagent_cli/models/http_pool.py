@@ -114,12 +114,16 @@ class PoolLimits:
 DEFAULT_POOL = PoolLimits()
 
 
-def new_http_client(pool: PoolLimits = DEFAULT_POOL) -> httpx.AsyncClient:
+def new_http_client(
+    pool: PoolLimits = DEFAULT_POOL, transport: PooledTransport | None = None
+) -> httpx.AsyncClient:
     """The ``httpx.AsyncClient`` a wire client owns: these limits, these timeouts, this pool
-    (with or without a proxy in the environment: the transport reads it)."""
+    (with or without a proxy in the environment: the transport reads it); ``transport``: the
+    pool, when the caller keeps it to send through it directly."""
     import httpx
 
-    return httpx.AsyncClient(transport=pool.transport(), timeout=pool.timeout(), trust_env=False)
+    pooled = transport if transport is not None else pool.transport()
+    return httpx.AsyncClient(transport=pooled, timeout=pool.timeout(), trust_env=False)
 
 
 def model_pool(engine: EngineTimeouts) -> PoolLimits:

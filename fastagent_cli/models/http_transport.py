@@ -42,7 +42,8 @@ import contextlib
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 import httpcore
 import httpx
@@ -289,33 +290,46 @@ class PooledTransport(httpx.AsyncBaseTransport):
         }
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        return await self.send(
+            request.method.encode(), request.url, request.headers.raw, body, request.extensions
+        )
+
+    async def send(
+        self,
+        method: bytes,
+        url: httpx.URL,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        extensions: Mapping[str, Any],
+    ) -> httpx.Response:
+        """One request from its parts (``headers`` as sent, ``Host`` and ``Content-Length``
+        included): what :meth:`handle_async_request` does with an ``httpx.Request``, for a wire
+        client that builds none (:class:`~fastagent_cli.models.http_client.HttpStreamClient`)."""
         if self.closed:
             raise RuntimeError("the model connection pool is closed")
-        url = request.url
         scheme, host = url.raw_scheme, url.raw_host
         port = url.port or _DEFAULT_PORTS.get(scheme, 80)
-        ca_file = request.extensions.get(CA_FILE) if scheme == b"https" else None
+        ca_file = extensions.get(CA_FILE) if scheme == b"https" else None
         key = (scheme, host, port, ca_file)
         origin = self._origins.get(key)
         if origin is None:
             with _as_httpx():
                 proxy = self._proxies.for_origin(scheme.decode("ascii"), host.decode("ascii"))
             origin = self._origins[key] = _Origin(self, httpcore.Origin(scheme, host, port), ca_file, proxy)
-        headers = request.headers.raw
         target = url.raw_path
         if origin.proxy is not None and scheme == b"http":  # a forward proxy: absolute form
             target = str(url.copy_with(fragment=None)).encode("ascii")
             if origin.proxy.authorization is not None:
                 headers = [*headers, (b"Proxy-Authorization", origin.proxy.authorization)]
-        body = await request.aread()
         if any(k.lower() == b"transfer-encoding" for k, _ in headers):  # a body of unknown length
             body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
-        timeouts = request.extensions.get("timeout") or {}
+        timeouts = extensions.get("timeout") or {}
         with _as_httpx():
             while True:
                 connection = await origin.acquire(timeouts.get("pool"))
                 try:
-                    head = await connection.request(request.method.encode(), target, headers, body, timeouts)
+                    head = await connection.request(method, target, headers, body, timeouts)
                 except httpcore.ConnectionNotAvailable:
                     origin.release(connection)
                     continue

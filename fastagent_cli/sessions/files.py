@@ -60,6 +60,7 @@ class RecordFiles:
         self._counter = root / ".locks" / "create.generation"
         self._threads = threading.Lock()
         self.staging = root / ".staging"
+        self._made = False
         self.migration = migrate_flat_records(root, self.directory, lease)
 
     def find(self, session: str) -> Path | None:
@@ -88,9 +89,7 @@ class RecordFiles:
         header = {**header, "id": spec_id(session)}  # the spelling is this layout's
         data = (dumps_line(header) + "\n").encode("utf-8") + body
         try:
-            make_private_dir(self.own)
-            make_private_dir(self.staging)
-            staged = stage_file(self.staging / path.name, data, mode=0o600)
+            staged = self._stage(path.name, data)
         except OSError as exc:
             raise store_error("write", exc, self.own) from exc
         try:
@@ -101,8 +100,14 @@ class RecordFiles:
                     if fresh:
                         raise SessionError(f"session {session!r} exists already ({existing})")
                     return existing, False
-                os.link(staged, path)
+                # The counter moves first: killed between the two, the others list once for
+                # nothing; the other way round they could trust a listing without the record.
                 _set_generation(self._counter, generation + 1)
+                try:
+                    os.link(staged, path)
+                except FileNotFoundError:  # the directory went away since it was made
+                    make_private_dir(self.own)
+                    os.link(staged, path)
                 self.own_index.published(session, path, generation + 1)
                 self.index.advanced(generation + 1)
         except OSError as exc:
@@ -111,6 +116,20 @@ class RecordFiles:
             with contextlib.suppress(OSError):
                 os.unlink(staged)
         return path, True
+
+    def _stage(self, name: str, data: bytes) -> Path:
+        """``data`` written and fsynced in ``.staging/``; the directories are made on the first
+        publish (and again when one was removed since), not checked on every one."""
+        if not self._made:
+            make_private_dir(self.own)
+            make_private_dir(self.staging)
+            self._made = True
+        try:
+            return stage_file(self.staging / name, data, mode=0o600)
+        except FileNotFoundError:
+            make_private_dir(self.own)
+            make_private_dir(self.staging)
+            return stage_file(self.staging / name, data, mode=0o600)
 
     @contextlib.contextmanager
     def _creating(self, session: str) -> Iterator[None]:
@@ -153,9 +172,30 @@ def _generation(path: Path) -> int:
         return -1  # unreadable: every index lists again, and the next creation rewrites it
 
 
+_COUNTER_WIDTH = 20
+"""Digits of the counter as written: every value is the same length, so a rewrite in place
+leaves no trace of the one before."""
+
+
 def _set_generation(path: Path, value: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write the counter in place: one ``pwrite`` of a fixed-width value (``%020d\\n``) over the
+    old one, never a truncation. A truncate and rewrite makes ext4 flush the file on close (its
+    ``auto_da_alloc`` guard against a zero-length file after a crash): 0.16 ms under the creation
+    lock for every new session, against 5 us for this.
+
+    Torn writes: readers hold the creation lock, so none sees a write in progress, and a process
+    killed mid-call leaves the ``pwrite`` done or not done (it is one system call of 21 bytes at
+    offset 0, inside one sector). So the value read is always one that was written: the old one
+    (a creation killed before it: the others list once more, harmless) or the new one; the
+    truncating write it replaces could leave an empty file, read as 0, which other processes may
+    have seen already. After a power loss no process keeps a listing, so a stale value there can
+    mislead nobody; a value that cannot be read is -1 and makes everyone list again. Counters
+    written by an older version (no padding) parse the same, and theirs parse ours."""
+    data = b"%0*d\n" % (_COUNTER_WIDTH, value)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
-        os.write(fd, str(value).encode())
+        os.pwrite(fd, data, 0)
+        if os.fstat(fd).st_size > len(data):  # longer than ours (never written by this version)
+            os.ftruncate(fd, len(data))
     finally:
         os.close(fd)

@@ -24,6 +24,7 @@ move, moves the leaf to the entry it names when the record is read; it is no pos
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,8 +72,20 @@ Sink = Callable[[Sequence[Entry]], None]
 Flush = Callable[[], Awaitable[None]]
 
 
+_second: tuple[int, str] = (-1, "")
+"""The last second :func:`iso_now` formatted, and its text (every entry of a turn is stamped)."""
+
+
 def iso_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now as ``2026-03-15T10:00:00.123Z`` (UTC, milliseconds truncated, as
+    ``datetime.isoformat(timespec="milliseconds")`` writes it); the date and time of day are
+    formatted once a second."""
+    global _second
+    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    kept = _second
+    if kept[0] != second:
+        kept = _second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{kept[1]}.{millis:03d}Z"
 
 
 def new_header(session: str, cwd: str, parent_session: str | None = None) -> Entry:

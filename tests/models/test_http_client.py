@@ -4,8 +4,10 @@ the connection pool, and a full pool is a retryable error (and a log line), neve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
+import socket
 from collections.abc import Callable
 from contextlib import aclosing
 
@@ -63,7 +65,13 @@ def own_pool() -> httpx.AsyncClient:
     return new_http_client(PoolLimits(max_connections=2, max_keepalive=2))
 
 
-@pytest.mark.parametrize("make_http", [own_pool, httpcore_pool], ids=["own-pool", "httpcore-pool"])
+def owned() -> contextlib.AbstractAsyncContextManager[None]:
+    return contextlib.nullcontext(None)  # the wire client builds its pool and sends to it directly
+
+
+@pytest.mark.parametrize(
+    "make_http", [own_pool, httpcore_pool, owned], ids=["own-pool", "httpcore-pool", "owned"]
+)
 @pytest.mark.parametrize(
     ("fake_type", "make_client", "reply"), WIRES, ids=["openai", "anthropic", "responses"]
 )
@@ -71,7 +79,7 @@ async def test_readers_cancelled_at_any_moment_leave_the_pool_free(
     fake_type: type[FakeProvider],
     make_client: ClientFactory,
     reply: list[object],
-    make_http: Callable[[], httpx.AsyncClient],
+    make_http: Callable[[], contextlib.AbstractAsyncContextManager[httpx.AsyncClient | None]],
 ) -> None:
     jitter = random.Random(3)
     async with fake_type(record=False) as fake, make_http() as http:
@@ -114,3 +122,67 @@ async def test_a_full_pool_is_a_retryable_error_and_is_logged(caplog: pytest.Log
     logged = [r.getMessage() for r in caplog.records]
     assert any("model connection pool is full (1 requests in flight, limit 1)" in m for m in logged)
     assert any("no free model connection within 0.2 s" in m for m in logged)
+
+
+async def _heads_of_one_request_each(clients: list[HttpStreamClient]) -> list[bytes]:
+    """The request head (bytes as sent) of one chat-completions request from each client."""
+    heads: list[bytes] = []
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(v)
+            for k, _, v in (line.partition(b": ") for line in head.split(b"\r\n"))
+            if k == b"Content-Length"
+        )
+        await reader.readexactly(length)
+        heads.append(head)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for client in clients:
+            request = request_for(FakeOpenAI())
+            request.model = request.model.__class__(
+                provider="local", id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1"
+            )
+            final = await drain(client, request)
+            assert isinstance(final, dict) and final["content"] == [{"type": "text", "text": "ok"}]
+            await client.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
+    return heads
+
+
+async def test_the_owned_pool_is_sent_the_request_httpx_would_send() -> None:
+    direct, through_httpx = await _heads_of_one_request_each(
+        [OpenAIChatClient(), OpenAIChatClient(new_http_client(PoolLimits()))]
+    )
+    assert direct.split(b"\r\n") == through_httpx.split(b"\r\n")  # every field, spelling, place
+    assert direct.startswith(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:")
+
+
+async def test_a_refused_connection_of_the_owned_pool_names_the_url() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    request = request_for(FakeOpenAI())
+    request.model = request.model.__class__(
+        provider="local", id="m", api="openai-completions", base_url=f"http://127.0.0.1:{port}/v1"
+    )
+    client = OpenAIChatClient()
+    with pytest.raises(ProviderError) as caught:
+        await drain(client, request)
+    await client.aclose()
+    assert f"nothing is listening at http://127.0.0.1:{port}/v1/chat/completions" in caught.value.message
+    assert not caught.value.retryable  # a lasting failure, as through httpx
