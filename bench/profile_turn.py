@@ -77,7 +77,7 @@ def buckets(raw: Path) -> collections.Counter[str]:
 
 
 async def profile(
-    build: Build, turns: int, rate: int, raw: Path, telemetry: bool = False
+    build: Build, turns: int, rate: int, raw: Path, telemetry: bool = False, answer_tokens: int = 1
 ) -> tuple[collections.Counter[str], float]:
     model = FakeModel(5.0)
     sink = await OtlpSink.start() if telemetry else None
@@ -100,7 +100,9 @@ async def profile(
                     await asyncio.sleep(1.0)  # py-spy attached
                     before = cpu_ns(server.pid)
                     for i in range(turns):
-                        done = await turn(http, server.url, f"p-{i}", f"Tell me a story. {tokens(1)}")
+                        done = await turn(
+                            http, server.url, f"p-{i}", f"Tell me a story. {tokens(answer_tokens)}"
+                        )
                         if not done.ok:
                             raise SystemExit(f"turn failed: {done.error}")
                     per_turn = (cpu_ns(server.pid) - before) / turns / 1e6
@@ -131,6 +133,7 @@ def main() -> None:
     parser.add_argument("--ref", help="profile this git ref's tree instead of the checkout")
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--telemetry", action="store_true", help="with OpenTelemetry on (a sink here)")
+    parser.add_argument("--tokens", type=int, default=1, help="tokens per answer (the stream row: 300)")
     args = parser.parse_args()
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     with tempfile.TemporaryDirectory(prefix="fastagent-profile-ref-") as ref_dir:
@@ -139,9 +142,11 @@ def main() -> None:
             build.label += ", telemetry on"
         raw = args.raw or Path(ref_dir) / "stacks.txt"
         started = time.perf_counter()
-        counts, per_turn = asyncio.run(profile(build, args.turns, args.rate, raw, args.telemetry))
+        counts, per_turn = asyncio.run(
+            profile(build, args.turns, args.rate, raw, args.telemetry, args.tokens)
+        )
         print(
-            f"{build.label}: {args.turns} short turns in {time.perf_counter() - started:.0f} s, "
+            f"{build.label}: {args.turns} turns of {args.tokens} tokens in {time.perf_counter() - started:.0f} s, "
             f"load {os.getloadavg()[0]:.1f}"
         )
         print(table(counts, per_turn, build.label))
