@@ -146,8 +146,8 @@ def main() -> None:
             profile(build, args.turns, args.rate, raw, args.telemetry, args.tokens)
         )
         print(
-            f"{build.label}: {args.turns} turns of {args.tokens} tokens in {time.perf_counter() - started:.0f} s, "
-            f"load {os.getloadavg()[0]:.1f}"
+            f"{build.label}: {args.turns} turns of {args.tokens} tokens in "
+            f"{time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}"
         )
         print(table(counts, per_turn, build.label))
 
