@@ -14,7 +14,8 @@ A sample's bucket is decided by its innermost frame that a rule claims (third-pa
 code counts for the fastagent code that called it: ``json.dumps`` under the request builder is
 request body); a stack with no claimed frame (aiohttp's server, the event loop) is "HTTP server +
 loop", which the floor (:mod:`floor`) pays as well. ``--ref REF`` profiles the tree of a git ref
-instead of this checkout (``git archive``, as ``hotpath.py --compare`` does).
+instead of this checkout (``git archive``, as ``hotpath.py --compare`` does). ``--telemetry``
+turns OpenTelemetry on (OTLP/HTTP to a sink in this process, as ``hotpath.py --telemetry``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hotpath import ROOT, Build, FakeModel, Server, client, cpu_ns, export, make_agent, tokens, turn
+from hotpath import ROOT, Build, FakeModel, OtlpSink, Server, client, cpu_ns, export, make_agent, tokens, turn
 
 BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     # (bucket, path or function fragments); a frame is claimed by the first bucket naming it
@@ -75,8 +76,13 @@ def buckets(raw: Path) -> collections.Counter[str]:
     return counts
 
 
-async def profile(build: Build, turns: int, rate: int, raw: Path) -> tuple[collections.Counter[str], float]:
+async def profile(
+    build: Build, turns: int, rate: int, raw: Path, telemetry: bool = False, answer_tokens: int = 1
+) -> tuple[collections.Counter[str], float]:
     model = FakeModel(5.0)
+    sink = await OtlpSink.start() if telemetry else None
+    if sink is not None:
+        build = Build(build.label, build.path, {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url})
     try:
         with tempfile.TemporaryDirectory(prefix="fastagent-profile-") as tmp:
             server = Server(build, make_agent(Path(tmp), model.port), model.port)
@@ -94,7 +100,9 @@ async def profile(build: Build, turns: int, rate: int, raw: Path) -> tuple[colle
                     await asyncio.sleep(1.0)  # py-spy attached
                     before = cpu_ns(server.pid)
                     for i in range(turns):
-                        done = await turn(http, server.url, f"p-{i}", f"Tell me a story. {tokens(1)}")
+                        done = await turn(
+                            http, server.url, f"p-{i}", f"Tell me a story. {tokens(answer_tokens)}"
+                        )
                         if not done.ok:
                             raise SystemExit(f"turn failed: {done.error}")
                     per_turn = (cpu_ns(server.pid) - before) / turns / 1e6
@@ -104,6 +112,8 @@ async def profile(build: Build, turns: int, rate: int, raw: Path) -> tuple[colle
                 server.stop()
     finally:
         model.stop()
+        if sink is not None:
+            await sink.stop()
     return buckets(raw), per_turn
 
 
@@ -122,16 +132,22 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     parser.add_argument("--ref", help="profile this git ref's tree instead of the checkout")
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
+    parser.add_argument("--telemetry", action="store_true", help="with OpenTelemetry on (a sink here)")
+    parser.add_argument("--tokens", type=int, default=1, help="tokens per answer (the stream row: 300)")
     args = parser.parse_args()
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     with tempfile.TemporaryDirectory(prefix="fastagent-profile-ref-") as ref_dir:
         build = export(args.ref, Path(ref_dir)) if args.ref else Build("this checkout", ROOT)
+        if args.telemetry:
+            build.label += ", telemetry on"
         raw = args.raw or Path(ref_dir) / "stacks.txt"
         started = time.perf_counter()
-        counts, per_turn = asyncio.run(profile(build, args.turns, args.rate, raw))
+        counts, per_turn = asyncio.run(
+            profile(build, args.turns, args.rate, raw, args.telemetry, args.tokens)
+        )
         print(
-            f"{build.label}: {args.turns} short turns in {time.perf_counter() - started:.0f} s, "
-            f"load {os.getloadavg()[0]:.1f}"
+            f"{build.label}: {args.turns} turns of {args.tokens} tokens in "
+            f"{time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}"
         )
         print(table(counts, per_turn, build.label))
 

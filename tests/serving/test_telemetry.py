@@ -253,3 +253,39 @@ async def test_an_openai_face_turn_is_one_trace_under_its_own_root(
     assert root.trace_id.hex() == CALLER_TRACE and root.parent_span_id.hex() == CALLER_SPAN
     assert attributes(root.attributes)["fastagent.trigger"] == "openai"
     assert turn.parent_span_id == root.span_id and by_name["chat small"].parent_span_id == turn.span_id
+
+
+@pytest.mark.timeout(90)
+async def test_a_retry_is_a_span_event_and_the_metrics_count_failures_spend_and_runs(
+    make_agent: AgentFactory, fake: FakeOpenAI, receiver: OtlpReceiver
+) -> None:
+    agent = traced_agent(make_agent, fake, receiver.url)
+    fake.enqueue_error(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "0"})
+    fake.enqueue_stream(openai_reply("after a retry", usage=(1000, 500)))
+    fake.enqueue_error(400, {"error": {"message": "bad request: unsupported thing"}})
+    async with ServerProcess.spawn("start", str(agent), "--port", "0", env=FAST) as server:
+        port = await server.port()
+        assert (await post_invoke(port, "r1", "hi"))[-1].type == "completed"
+        assert (await post_invoke(port, "r2", "again"))[-1].type == "failed"
+        await receiver.wait_for(lambda: len([s for s in receiver.spans if s.name == "invoke_agent"]) == 2)
+    [retried] = [s for s in receiver.spans if s.name == "chat small" and s.events]
+    [event] = retried.events
+    assert event.name == "retry" and retried.status.code != 2  # retried, then answered
+    assert attributes(event.attributes) == {
+        **attributes(event.attributes),
+        "fastagent.retry.attempt": 1,
+        "fastagent.retry.delay_ms": 0,
+    }
+    assert "slow down" in attributes(event.attributes)["error.message"]
+    last = {m.name: m for m in receiver.metrics}  # cumulative: the last export has every turn
+
+    def points(name: str) -> list[tuple[dict[str, Any], float]]:
+        return sorted(((attributes(p.attributes), p.as_double) for p in last[name].sum.data_points), key=str)
+
+    assert points("fastagent.turns") == [({"outcome": "completed"}, 1.0), ({"outcome": "failed"}, 1.0)]
+    assert points("fastagent.turn.failures") == [({"error.type": "model_error"}, 1.0)]
+    assert (
+        points("fastagent.runs.active") == [({}, 0.0)] and not last["fastagent.runs.active"].sum.is_monotonic
+    )
+    [(cost_attrs, cost)] = points("fastagent.cost")
+    assert cost_attrs == {"gen_ai.request.model": "small"} and cost == pytest.approx(0.007)

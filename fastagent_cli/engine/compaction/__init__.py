@@ -40,7 +40,9 @@ from fastagent_cli.engine.compaction.summary import (
     summary_prompt,
     turn_prefix_prompt,
 )
+from fastagent_cli.engine.failures import redact
 from fastagent_cli.engine.retry import RetryPolicy
+from fastagent_cli.engine.traces import ModelSpan, model_span
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import AssistantMessage, UserMessage, now_ms
 from fastagent_cli.models.context_budget import TEMPLATE_MARGIN, estimate_text
@@ -160,6 +162,17 @@ async def _complete(target: SummaryModel, text: str, max_tokens: int, on_retry: 
         max_tokens=max_tokens,
         session_id=target.session_id,
     )
+    with model_span(request) as traced:  # a model request like a turn's: a span, metrics, retries
+        if traced.span is not None:
+            traced.span.attributes["fastagent.compaction"] = True
+        final = await _summary_answer(target, request, on_retry, traced)
+        traced.answered(final)
+    return "\n".join(str(b.get("text", "")) for b in final["content"] if b.get("type") == "text")
+
+
+async def _summary_answer(
+    target: SummaryModel, request: ModelRequest, on_retry: RetryNotice, traced: ModelSpan
+) -> AssistantMessage:
     attempt = 0
     while True:
         try:
@@ -173,12 +186,13 @@ async def _complete(target: SummaryModel, text: str, max_tokens: int, on_retry: 
                 raise CompactionFailed(
                     f"Summarization failed: {final.get('errorMessage') or 'Unknown error'}"
                 )
-            return "\n".join(str(b.get("text", "")) for b in final["content"] if b.get("type") == "text")
+            return final
         except ProviderError as exc:
             if not exc.retryable or attempt >= target.retry.max_retries:
                 raise CompactionFailed(f"Summarization failed: {exc.message}") from exc
             attempt += 1
             delay = target.retry.delay_ms(attempt, exc.retry_after)
+            traced.retry(attempt, delay, redact(exc.message, [request.api_key]))
             on_retry(attempt, target.retry.max_retries, delay, exc.message)
             await asyncio.sleep(delay / 1000)
 

@@ -26,7 +26,14 @@ from fastagent_cli.control.commands import dispatch_command
 from fastagent_cli.serving.body import text_response
 from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import PlaneRoute
-from fastagent_cli.serving.control.replies import entries_handler, events_handler, json_response, read_json
+from fastagent_cli.serving.control.replies import (
+    action_span,
+    entries_handler,
+    events_handler,
+    json_response,
+    read_json,
+    settle_span,
+)
 
 __all__ = ["DISPATCH_USAGE", "MISSING_SESSION", "dispatch_routes"]
 
@@ -62,7 +69,13 @@ def dispatch_routes(control: SessionControl, fanout: EventFanout) -> list[PlaneR
         session = body.get("session") if isinstance(body, dict) else None
         if not isinstance(session, str) or not session:
             return text_response(DISPATCH_USAGE, 400)
-        return json_response((await dispatch_command(sessions.get(session), body.get("command"))).to_json())
+        command = body.get("command")
+        kind = command.get("type") if isinstance(command, dict) else None
+        action = kind[:64] if isinstance(kind, str) else "invalid"
+        with action_span(request, "POST /control/dispatch", session, action) as span:
+            result = await dispatch_command(sessions.get(session), command)
+            settle_span(span, result)
+        return json_response(result.to_json())
 
     return [
         PlaneRoute("GET", ("state",), _by_query(state)),

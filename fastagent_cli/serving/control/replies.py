@@ -1,21 +1,34 @@
-"""The JSON replies, request bodies and read handlers both ``/control`` route sets share."""
+"""The JSON replies, request bodies, read handlers and action spans both ``/control`` route sets
+share."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from fastagent_cli import telemetry
 from fastagent_cli.serving.body import MAX_BODY_BYTES, read_body_or_413, text_response
 from fastagent_cli.serving.sse import SSE_HEADERS
 
 if TYPE_CHECKING:
+    from fastagent_cli.control import ActionResult
     from fastagent_cli.control.protocol import SessionCollection
     from fastagent_cli.serving.control.fanout import EventFanout
 
-__all__ = ["BODY_TOO_LARGE", "Handler", "entries_handler", "events_handler", "json_response", "read_json"]
+__all__ = [
+    "BODY_TOO_LARGE",
+    "Handler",
+    "action_span",
+    "entries_handler",
+    "events_handler",
+    "json_response",
+    "read_json",
+    "settle_span",
+]
 
 BODY_TOO_LARGE = (
     f"body too large (limit {MAX_BODY_BYTES >> 20} MiB — images and documents count base64-inflated)\n"
@@ -62,3 +75,22 @@ def events_handler(fanout: EventFanout) -> Handler:
         return await fanout.respond(request, session)
 
     return events
+
+
+def action_span(
+    request: web.BaseRequest, route: str, session: str, action: str
+) -> AbstractContextManager[telemetry.Span | None]:
+    """The root span of a control-plane action (``trigger: control``; the caller's ``traceparent``
+    continued): a run the action starts (a ``follow_up`` on an idle session) is its child."""
+    return telemetry.root_span(
+        route,
+        trigger="control",
+        traceparent=request.headers.get("traceparent"),
+        attributes={"fastagent.control.action": action, "gen_ai.conversation.id": session},
+    )
+
+
+def settle_span(span: telemetry.Span | None, result: ActionResult) -> None:
+    """A refused action: the span's status is the refusal, its code in ``error.type``."""
+    if span is not None and not result.ok and result.error is not None:
+        span.fail(result.error.message, result.error.code)

@@ -58,10 +58,12 @@ from fastagent_cli.serving.control.fanout import EventFanout
 from fastagent_cli.serving.control.plane import CORS_HEADERS, ITEM, SESSION, PlaneHandler, PlaneRoute, item_of
 from fastagent_cli.serving.control.replies import (
     BODY_TOO_LARGE,
+    action_span,
     entries_handler,
     events_handler,
     json_response,
     read_json,
+    settle_span,
 )
 from fastagent_cli.serving.invoke_http import parse_invoke_body
 from fastagent_cli.serving.sse import stream_events
@@ -139,7 +141,10 @@ def control_routes(
         )
         if isinstance(action, str):
             return json_response(rejected(INVALID_COMMAND, action).to_json())
-        return json_response((await run_action(sessions.get(session), action)).to_json())
+        with action_span(request, "POST /control/sessions/{id}/actions", session, action.type) as span:
+            result = await run_action(sessions.get(session), action)
+            settle_span(span, result)
+        return json_response(result.to_json())
 
     async def approval(request: web.BaseRequest, session: str) -> web.StreamResponse:
         body = await read_json(request)

@@ -13,6 +13,7 @@ diagnostics.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ import anyio.abc
 import mcp_types
 from mcp_types import CONNECTION_CLOSED, Implementation
 
+from fastagent_cli import telemetry
 from fastagent_cli._version import __version__
 from fastagent_cli.tools.mcp.convert import describe_error
 from fastagent_cli.tools.mcp.subscriptions import Listener, listens, subscribe_each
@@ -68,6 +70,9 @@ class _Call:
     run: Callable[[Client], Awaitable[Any]]
     future: asyncio.Future[Any]
     scope: anyio.CancelScope | None = None
+    context: contextvars.Context | None = None
+    """The caller's context while telemetry is on: the call's task runs in it, so the SDK's request
+    (and the ``traceparent`` :mod:`.transports` adds) belongs to the caller's ``execute_tool`` span."""
 
 
 _STOP = object()
@@ -151,7 +156,8 @@ class Connection:
         await self.ready()
         if not self.alive:
             raise ConnectionLost(f"MCP server {self.name} is not running", sent=False)
-        call = _Call(run, asyncio.get_running_loop().create_future())
+        context = contextvars.copy_context() if telemetry.enabled() else None
+        call = _Call(run, asyncio.get_running_loop().create_future(), context=context)
         call.future.add_done_callback(lambda f: call.scope.cancel() if f.cancelled() and call.scope else None)
         self._queue.put_nowait(call)
         result: T = await call.future
@@ -245,7 +251,10 @@ class Connection:
                 self._listen_scope.cancel()  # calls in flight end with "connection closed" on their own
                 return
             if isinstance(item, _Call):
-                group.start_soon(self._call, client, item)
+                if item.context is not None:  # the task copies the context it is started in
+                    item.context.run(group.start_soon, self._call, client, item)
+                else:
+                    group.start_soon(self._call, client, item)
 
     async def _listen(self, listener: Listener, client: Client) -> None:
         with self._listen_scope:

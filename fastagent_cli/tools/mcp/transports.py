@@ -5,7 +5,10 @@ Each transport yields the SDK's read and write streams, with the read stream wat
 connection hears at once when it ends: the server process exited, or a remote server's stream
 closed. A remote server's headers are resolved (``$VAR``) when connecting, so a changed
 environment variable is used by the next connection. A server logged in with ``fastagent login
-mcp:<name>`` gets its bearer token from ``auth`` (see :mod:`.bearer`).
+mcp:<name>`` gets its bearer token from ``auth`` (see :mod:`.bearer`). While telemetry is on, each
+HTTP request carries the W3C ``traceparent`` of the span it is made in (a tool call's
+``execute_tool``: the SDK posts a message in its sender's context, and
+:class:`~.connection.Connection` runs a call in its caller's).
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
+from fastagent_cli import telemetry
 from fastagent_cli.tools.mcp_config import McpServerConfig, resolve_headers
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
 if TYPE_CHECKING:
+    import httpx2
+
     from fastagent_cli.tools.mcp.bearer import BearerAuth
 
 __all__ = ["SSE_READ_TIMEOUT_S", "open_transport"]
@@ -86,6 +92,26 @@ def _not_a_refusal(record: logging.LogRecord) -> bool:
     return getattr(response, "status_code", None) != 401
 
 
+async def _add_traceparent(request: httpx2.Request) -> None:
+    """An ``httpx`` request hook: the current span's ``traceparent`` (none while telemetry is off)."""
+    parent = telemetry.traceparent()
+    if parent is not None:
+        request.headers["traceparent"] = parent
+
+
+def _traced_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """The SDK's HTTP client (its timeouts and redirect rule) with :func:`_add_traceparent`."""
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    http = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+    http.event_hooks = {**http.event_hooks, "request": [*http.event_hooks["request"], _add_traceparent]}
+    return http
+
+
 @asynccontextmanager
 async def _remote(
     config: McpServerConfig, on_eof: Callable[[], None], auth: BearerAuth | None
@@ -94,7 +120,6 @@ async def _remote(
 
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     url = config.url
     assert url is not None
@@ -105,13 +130,18 @@ async def _remote(
             if _not_a_refusal not in sse_log.filters:
                 sse_log.addFilter(_not_a_refusal)
         async with sse_client(
-            url, headers=headers, timeout=config.timeout, sse_read_timeout=SSE_READ_TIMEOUT_S, auth=auth
+            url,
+            headers=headers,
+            timeout=config.timeout,
+            sse_read_timeout=SSE_READ_TIMEOUT_S,
+            auth=auth,
+            httpx_client_factory=_traced_client,
         ) as (read_stream, write_stream):
             yield _EofWatch(read_stream, on_eof), write_stream
         return
     timeout = httpx2.Timeout(config.timeout, read=max(config.timeout, SSE_READ_TIMEOUT_S))
     async with (
-        create_mcp_http_client(headers=headers, timeout=timeout, auth=auth) as http,
+        _traced_client(headers=headers, timeout=timeout, auth=auth) as http,
         streamable_http_client(url, http_client=http) as (read_stream, write_stream),
     ):
         yield _EofWatch(read_stream, on_eof), write_stream

@@ -1,8 +1,8 @@
 """The web chat page in a real headless Chromium, against a real ``fastagent dev`` on a scripted
 model: a streamed Markdown answer, a tool line expanding, stop, steer and a follow-up, skills
 completion, model and thinking, switching, renaming, forking and deleting conversations, a reload
-mid-run, a dev reload (the server restarts) mid-conversation, a phone-sized screen, and a wrong
-token. Screenshots of the main states go to ``build/screenshots/``."""
+mid-run, a dev reload (the server restarts) mid-conversation, the spend in the status line, a
+phone-sized screen, and a wrong token. Screenshots of the main states go to ``build/screenshots/``."""
 
 from __future__ import annotations
 
@@ -255,6 +255,18 @@ def test_a_message_streams_in_as_rendered_markdown(page: Page) -> None:
     assert shown["cells"] == ["a", "1", "b", "2"]
     assert shown["streaming"] == 0
     screenshot(page.driver, "02-answer")
+
+
+def test_the_status_line_shows_the_sessions_spend_from_the_ledger(page: Page) -> None:
+    session = new_id()
+    page.open(session).ready()
+    page.send("show code")
+    page.idle()
+    totals = page.control("GET", f"/sessions/{session}")["totals"]
+    tokens = totals["totalTokens"]
+    assert tokens > 0 and not totals.get("cost")  # the scripted model has no prices: no $ part
+    shown = f"{tokens}" if tokens < 1000 else f"{tokens / 1000:.1f}k"
+    wait_until(lambda: page.text("#usage").endswith(f"{shown} tokens"), "the spend in the status line")
 
 
 def test_urls_and_every_markdown_construct_render_and_a_failed_message_shows_as_text(page: Page) -> None:

@@ -334,3 +334,36 @@ async def test_resources_are_listed_and_read_from_the_sandbox(
     assert results[4][0] and "no MCP server named 'elsewhere' (servers: demo)" in results[4][1]
     assert results[5][0] and "argument 'uri' must be a string, not int" in results[5][1]
     assert results[6] == (False, "read_resource() missing required argument 'uri'")
+
+
+class _Spans:
+    capture_content = False
+
+    def __init__(self) -> None:
+        self.spans: list[Any] = []
+
+    def submit(self, span: Any) -> None:
+        self.spans.append(span)
+
+
+async def test_nested_calls_are_spans_under_the_run_code_call(agent: tuple[Path, OpenedAgent]) -> None:
+    from fastagent_cli.telemetry.spans import install
+
+    sink = _Spans()
+    install(sink)
+    try:
+        ended, _ = await run(agent, "traced fan out", FAN_OUT)
+    finally:
+        install(None)
+    assert not ended[0].is_error, text(ended[0])
+    by_name: dict[str, list[Any]] = {}
+    for s in sink.spans:
+        by_name.setdefault(s.name, []).append(s)
+    [turn] = by_name["invoke_agent"]
+    [outer] = by_name["execute_tool run_code"]
+    nested = by_name["execute_tool demo__catalog"] + by_name["execute_tool demo__price"]
+    assert outer.parent_id == turn.span_id and len(nested) == 4  # the catalog, three prices
+    assert all(s.parent_id == outer.span_id and s.trace_id == turn.trace_id for s in nested)
+    assert all(s.attributes["fastagent.code_mode"] is True for s in nested)
+    assert {s.attributes["gen_ai.tool.name"] for s in nested} == {"demo__catalog", "demo__price"}
+    assert all(outer.start_ns <= s.start_ns <= s.end_ns <= outer.end_ns for s in nested)

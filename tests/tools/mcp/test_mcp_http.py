@@ -1,6 +1,7 @@
 """Remote MCP servers: the test server (built on the ``mcp`` SDK) served over streamable HTTP
 and over the legacy HTTP+SSE transport on 127.0.0.1, started by the test as a real process:
-tools and calls, ``$VAR`` headers, a server restart mid-session (reconnected, the call answered),
+tools and calls, ``$VAR`` headers, the tool call span's ``traceparent`` (telemetry on), a server
+restart mid-session (reconnected, the call answered),
 a server that is gone (each call fails at once with the reason, and reconnects with backoff),
 and watches over HTTP."""
 
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from fastagent_cli import telemetry
 from fastagent_cli.control import Notice
+from fastagent_cli.telemetry.spans import Span, install
 from fastagent_cli.tools.base import ToolContext, ToolResult
 from fastagent_cli.tools.mcp import McpToolSource
 from fastagent_cli.tools.mcp_config import McpServerConfig
@@ -125,6 +128,35 @@ async def test_a_remote_server_lists_and_calls_its_tools_with_its_headers(
     assert await call(source, "remote__header", name="authorization") == (False, "Bearer s3cret")
     assert await call(source, "remote__header", name="x-team") == (False, "blue")
     assert source.diagnostics() == []
+
+
+class _Spans:
+    capture_content = False
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def submit(self, span: Span) -> None:
+        self.spans.append(span)
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_call_carries_its_spans_traceparent_and_none_while_telemetry_is_off(
+    serve: Callable[[str], HttpServer], sources: Callable[..., McpToolSource], transport: str
+) -> None:
+    server = serve(transport)
+    source = sources(url=server.url, transport=transport)
+    assert await call(source, "remote__header", name="traceparent") == (False, "")  # off: none
+    install(_Spans())
+    try:
+        for _ in range(2):  # each call its own span, on the connection made before telemetry was on
+            with telemetry.span("execute_tool remote__header") as span:
+                assert span is not None
+                answered = await call(source, "remote__header", name="traceparent")
+            assert answered == (False, span.traceparent())
+    finally:
+        install(None)
+    assert await call(source, "remote__header", name="traceparent") == (False, "")
 
 
 async def test_a_header_whose_variable_is_not_set_is_a_clear_diagnostic(
