@@ -13,31 +13,22 @@ Every request is recorded as ``(method, path, lower-cased headers)``.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from types import TracebackType
-from typing import Self
 
 from aiohttp import web
+
+from tests.fakes.threaded_app import ThreadedApp
 
 __all__ = ["ANSWER", "KeyServer"]
 
 ANSWER = "hello from the fake"
 
 
-class KeyServer:
+class KeyServer(ThreadedApp):
     def __init__(self, good: tuple[str, ...] = ("sk-good",)) -> None:
+        super().__init__("key-server")
         self.good = set(good)
         self.requests: list[tuple[str, str, dict[str, str]]] = []
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="key-server", daemon=True)
-        self.port = 0
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def openai_base(self) -> str:
@@ -47,37 +38,12 @@ class KeyServer:
     def anthropic_base(self) -> str:
         return f"{self.origin}/anthropic"
 
-    def start(self) -> Self:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._runner = None
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def _start(self) -> None:
+    def make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/anthropic/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        return app
 
     def _key(self, request: web.Request) -> str:
         self.requests.append(

@@ -23,14 +23,14 @@ import asyncio
 import base64
 import hashlib
 import itertools
-import threading
 import time
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
+
+from .threaded_app import ThreadedApp
 
 __all__ = ["McpAuthServer"]
 
@@ -47,8 +47,9 @@ class _Access:
     expires: float
 
 
-class McpAuthServer:
+class McpAuthServer(ThreadedApp):
     def __init__(self, *, access_lifetime_s: int = 3600, scopes: tuple[str, ...] = ("mcp:tools",)) -> None:
+        super().__init__("mcp-auth-server")
         self.access_lifetime_s = access_lifetime_s
         self.scopes = scopes
         self.registration = True
@@ -65,35 +66,6 @@ class McpAuthServer:
         """refresh token -> (client_id, resource, scope)"""
         self._codes: dict[str, dict[str, str]] = {}
         self._counter = itertools.count(1)
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-auth-server", daemon=True)
-        self.port = 0
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> Self:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._runner = None
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- scripting
     def expire_access(self) -> None:
@@ -106,18 +78,14 @@ class McpAuthServer:
         self.refresh.clear()
 
     # -- the app
-    async def _start(self) -> None:
+    def make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/.well-known/oauth-authorization-server", self._metadata)
         app.router.add_post("/register", self._register)
         app.router.add_get("/authorize", self._authorize)
         app.router.add_post("/token", self._token)
         app.router.add_post("/introspect", self._introspect)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        return app
 
     async def _metadata(self, request: web.Request) -> web.Response:
         meta: dict[str, Any] = {

@@ -29,13 +29,13 @@ import json
 import threading
 import time
 from collections import Counter
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from .responses_builders import as_sse, responses_reply
+from .threaded_app import ThreadedApp
 from .tokens import codex_jwt, copilot_token
 
 __all__ = ["ANSWER", "OAuthServer"]
@@ -47,8 +47,9 @@ def _s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
-class OAuthServer:
+class OAuthServer(ThreadedApp):
     def __init__(self, *, access_lifetime_s: int = 3600) -> None:
+        super().__init__("oauth-server")
         self.access_lifetime_s = access_lifetime_s
         self.refresh_delay = 0.0
         self.token_status: int | None = None
@@ -66,36 +67,6 @@ class OAuthServer:
         self._codes: dict[str, tuple[str, str]] = {}
         self._device_approved = threading.Event()
         self._counter = itertools.count(1)
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="oauth-server", daemon=True)
-        self.port = 0
-
-    # -- lifecycle
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> Self:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._runner = None
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def env(self) -> dict[str, str]:
         """The variables that point fastagent's logins here."""
@@ -131,7 +102,7 @@ class OAuthServer:
         return [path for m, path, _, _ in self.requests if method is None or m == method]
 
     # -- serving
-    async def _start(self) -> None:
+    def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._record])
         add = app.router
         add.add_get("/anthropic/oauth/authorize", self._anthropic_authorize)
@@ -145,11 +116,7 @@ class OAuthServer:
         add.add_post("/chatgpt/backend-api/codex/responses", self._codex)
         add.add_post("/copilot/chat/completions", self._chat)
         add.add_post("/copilot/models/{model}/policy", self._policy)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        return app
 
     @staticmethod
     async def _body(request: web.Request) -> Any:
