@@ -83,6 +83,10 @@ class PtyProcess:
             self._pump(0.05)
         return self.text
 
+    def pump(self, wait: float = 0.05) -> None:
+        """Read whatever the child wrote within ``wait`` seconds."""
+        self._pump(wait)
+
     def send(self, data: str) -> None:
         os.write(self.master, data.encode("utf-8"))
 

@@ -6,6 +6,7 @@ asked one after another, and one answered in another attach leaves this one's pr
 from __future__ import annotations
 
 import getpass
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,18 @@ def _display(raw: bytes) -> list[str]:
     screen = pyte.Screen(COLS, ROWS)
     pyte.ByteStream(screen).feed(raw)
     return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def _display_showing(term: PtyProcess, needle: str, within: float = 10.0) -> list[str]:
+    """The screen once it shows ``needle``: a redraw can be split across reads, so one snapshot
+    taken mid-redraw may miss a line the next chunk draws again."""
+    deadline = time.monotonic() + within
+    while True:
+        shown = _display(term.raw)
+        if any(needle in line for line in shown):
+            return shown
+        assert time.monotonic() < deadline, "\n".join(shown)
+        term.pump()
 
 
 @pytest.fixture
@@ -156,8 +169,7 @@ def test_attach_answers_while_another_attach_watches(tmp_path: Path) -> None:
         for term in (one, two):
             term.read_until(f"✓ deploy env=prod approved by attach {user}")
             term.read_until("? approve deploy env=staging")
-        shown = _display(two.raw)
-        assert any("? approve deploy env=staging" in line for line in shown), "\n".join(shown)
+        shown = _display_showing(two, "? approve deploy env=staging")
         assert not any("? approve deploy env=prod" in line for line in shown), "\n".join(shown)
         two.send("nstaging is frozen\r")  # the watcher answers the second one
         for term in (one, two):

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,15 @@ async def test_kill_9_of_the_lease_holder_frees_the_session_within_seconds(
     assert answer(events) == "quick answer"
 
 
+def _next_minute(after: datetime) -> datetime:
+    return after.replace(second=0, microsecond=0) + timedelta(minutes=1)
+
+
+def _count(lines: list[str], pattern: str) -> int:
+    compiled = re.compile(pattern)
+    return sum(1 for line in lines if compiled.search(line))
+
+
 @pytest.mark.timeout(180)  # waits for the next minute's slot
 async def test_a_cron_slot_fires_once_across_three_instances(
     make_agent: AgentFactory, database_url: str, tmp_path: Path
@@ -134,15 +145,25 @@ async def test_a_cron_slot_fires_once_across_three_instances(
             servers.append(await ServerProcess.start("start", str(agent), *LOCAL, env=env))
         for server in servers:
             await server.port(within=60)
-        for server in servers:  # the next minute's slot, on every instance
+        # Start-up can straddle a minute (one instance up and firing before the others are):
+        # count only a slot all three were armed for, well after the last came up.
+        slot = _next_minute(datetime.now(UTC) + timedelta(seconds=5))
+        await asyncio.sleep((slot - datetime.now(UTC)).total_seconds() - 2)
+        marks = [len(s.lines) for s in servers]
+        for server, mark in zip(servers, marks, strict=True):
             await server.wait_for(
-                r"\[schedule\] tick( firing|: the slot at .* was claimed by another)", within=90
+                r"\[schedule\] tick( firing|: the slot at .* was claimed by another)", after=mark, within=90
             )
         await asyncio.sleep(1)
-        fired = sum(s.count(r"\[schedule\] tick firing") for s in servers)
-        skipped = sum(
-            s.count(r"\[schedule\] tick: the slot at .* was claimed by another instance") for s in servers
+        fired = sum(
+            _count(s.lines[m:], r"\[schedule\] tick firing") for s, m in zip(servers, marks, strict=True)
         )
+        stamp = slot.strftime("%Y-%m-%dT%H:%M:00.000Z")
+        skipped = sum(
+            _count(s.lines[m:], rf"\[schedule\] tick: the slot at {stamp} was claimed by another instance")
+            for s, m in zip(servers, marks, strict=True)
+        )
+        fired_in_all = sum(s.count(r"\[schedule\] tick firing") for s in servers)
     finally:
         for server in servers:
             await server.aclose()
@@ -152,7 +173,8 @@ async def test_a_cron_slot_fires_once_across_three_instances(
         rows = await conn.fetch("SELECT session, message_count FROM fastagent_sessions")
     finally:
         await conn.close()
-    assert [(r["session"], r["message_count"]) for r in rows] == [("schedule:tick", 2)]
+    # every fire, counted slot or earlier, ran one turn: prompt and answer each
+    assert [(r["session"], r["message_count"]) for r in rows] == [("schedule:tick", 2 * fired_in_all)]
 
 
 @pytest.mark.timeout(120)
