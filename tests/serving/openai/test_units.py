@@ -3,17 +3,28 @@ encode, the Responses items in the order the model produced them, content refusa
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import pytest
 
-from fastagent_cli.contract import Completed, Failed, ImageRef, Text, Thinking, ToolEnded, ToolStarted
+from fastagent_cli.contract import (
+    Completed,
+    DocumentRef,
+    Failed,
+    ImageRef,
+    Text,
+    Thinking,
+    ToolEnded,
+    ToolStarted,
+)
 from fastagent_cli.serving.faces.openai.chat import ChunkEncoder
 from fastagent_cli.serving.faces.openai.content import RequestError, read_content
 from fastagent_cli.serving.faces.openai.conversation import ResponseIndex
 from fastagent_cli.serving.faces.openai.responses import ResponseBuilder
 from fastagent_cli.serving.faces.openai.turn import chat_usage, responses_usage
+from tests.fakes.pdf import minimal_pdf
 
 DATA = {"usage": {"input": 10, "output": 7, "cacheRead": 90, "cacheWrite": 5}, "stopReason": "stop"}
 
@@ -91,20 +102,81 @@ def test_response_items_follow_the_model() -> None:
 
 
 def test_content_parts() -> None:
-    text, images = read_content(
+    content = read_content(
         [
             {"type": "text", "text": "a"},
             {"type": "image_url", "image_url": {"url": "data:image/JPEG;base64,AAAA"}},
         ],
         "messages[0].content",
     )
-    assert (text, images) == ("a", (ImageRef("image/jpeg", "AAAA"),))
+    assert (content.text, content.images) == ("a", (ImageRef("image/jpeg", "AAAA"),))
     with pytest.raises(RequestError, match="only data URLs"):
         read_content([{"type": "input_image", "image_url": "http://10.0.0.1/x.png"}], "input[0].content")
     with pytest.raises(RequestError, match=r"data:image/<type>;base64"):
         read_content([{"type": "image_url", "image_url": {"url": "data:text/plain;base64,AAAA"}}], "c")
-    with pytest.raises(RequestError, match="'file' is not supported"):
-        read_content([{"type": "file", "file": {}}], "c")
+    with pytest.raises(RequestError, match="'input_audio' is not supported"):
+        read_content([{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}], "c")
+
+
+PDF_B64 = base64.b64encode(minimal_pdf("Revenue rose")).decode()
+PDF_URL = "data:application/pdf;base64," + PDF_B64
+
+
+def test_pdf_file_parts_of_both_apis_are_documents() -> None:
+    chat = read_content(
+        [
+            {"type": "text", "text": "sum up"},
+            {"type": "file", "file": {"file_data": PDF_URL, "filename": "q3.pdf"}},
+        ],
+        "messages[0].content",
+    )
+    assert (chat.text, chat.documents) == ("sum up", (DocumentRef("application/pdf", PDF_B64, "q3.pdf"),))
+    responses = read_content(
+        [
+            {"type": "input_file", "file_data": PDF_URL, "filename": "dir/q3.pdf"},
+            {"type": "input_file", "file_data": PDF_URL},
+        ],
+        "input[0].content",
+    )
+    assert [d.name for d in responses.documents] == ["q3.pdf", "document-2.pdf"]
+    assert responses.images == () and responses.text == ""
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        ({"type": "file", "file": {"file_id": "file-abc"}}, r"messages\[0\]\.content\[0\]: files by file_id"),
+        ({"type": "input_file", "file_url": "https://x/y.pdf"}, "no Files API and fetches no URLs"),
+        ({"type": "file", "file": "q3.pdf"}, r"\.file must be an object"),
+        ({"type": "file", "file": {"file_data": "data:text/plain;base64,AAAA"}}, "PDFs are the files"),
+        (
+            {"type": "input_file", "file_data": "data:application/pdf;base64,%%%"},
+            r"content\[0\]\.file_data is not valid base64",
+        ),
+        (
+            {
+                "type": "input_file",
+                "file_data": "data:application/pdf;base64," + base64.b64encode(b"hello").decode(),
+            },
+            "is not a PDF",
+        ),
+        ({"type": "input_file", "file_data": PDF_URL, "filename": 7}, r"\.filename must be a string"),
+        (
+            {"type": "input_file", "file_data": PDF_URL, "filename": "a\nb.pdf"},
+            r"content\[0\]\.filename must be a file name",
+        ),
+    ],
+)
+def test_a_file_part_this_agent_cannot_take_is_a_400_naming_it(part: dict[str, object], message: str) -> None:
+    with pytest.raises(RequestError, match=message) as refused:
+        read_content([part], "messages[0].content")
+    assert refused.value.param == "messages[0].content[0]"
+
+
+def test_files_only_in_user_messages() -> None:
+    part = {"type": "file", "file": {"file_data": PDF_URL}}
+    with pytest.raises(RequestError, match="'file' is not supported here"):
+        read_content([part], "messages[1].content", files=False)
 
 
 async def test_the_response_index_persists_and_stays_bounded(tmp_path: Path) -> None:

@@ -2,12 +2,16 @@
 
 Content is a string or a list of parts. Read are ``text`` / ``input_text`` / ``output_text``
 parts (text), ``image_url`` (chat: ``{"image_url": {"url": ...}}``) and ``input_image``
-(responses: ``{"image_url": "..."}``) parts (images), and an assistant's ``refusal``. Images go
+(responses: ``{"image_url": "..."}``) parts (images), ``file`` (chat: ``{"file": {"file_data":
+"data:application/pdf;base64,...", "filename": ...}}``) and ``input_file`` (responses:
+``{"file_data": ..., "filename": ...}``) parts (PDFs), and an assistant's ``refusal``. Images go
 through as the contract's :class:`~fastagent_cli.contract.ImageRef` when they are ``data:``
 URLs with base64 content; an ``http(s)`` URL is refused (400): the server does not fetch URLs
 a client names (that would let any caller make it reach its own network), so a client sends the
-image itself. Anything else (audio, files, a part type this face does not know) is a 400 that
-names the part, never silently dropped.
+image itself. PDFs go through as :class:`~fastagent_cli.contract.DocumentRef`, checked as the
+``documents`` of ``POST /invoke`` are; a ``file_id`` or ``file_url`` is refused (this face has no
+Files API and fetches nothing). Anything else (audio, a part type this face does not know) is a
+400 that names the part, never silently dropped.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from fastagent_cli.contract import ImageRef, Prompt
+from fastagent_cli.contract import DocumentRef, ImageRef, Prompt
+from fastagent_cli.control.document_wire import parse_documents
 from fastagent_cli.messages import AssistantMessage, Message, UserBlock, UserMessage, empty_usage, now_ms
 
 __all__ = [
     "CLIENT_CONTEXT_HEADER",
+    "Content",
     "RequestError",
     "Turn",
     "assistant_message",
@@ -38,6 +44,8 @@ prompt."""
 
 _TEXT_PARTS = {"text", "input_text", "output_text"}
 _IMAGE_PARTS = {"image_url", "input_image"}
+_FILE_PARTS = {"file", "input_file"}
+_PDF_URL_PREFIX = "data:application/pdf;base64,"
 
 
 class RequestError(Exception):
@@ -58,21 +66,32 @@ class Turn:
     """``user`` or ``assistant``."""
     text: str
     images: tuple[ImageRef, ...] = ()
+    documents: tuple[DocumentRef, ...] = ()
 
     def prompt(self) -> Prompt:
-        return Prompt(self.text, self.images)
+        return Prompt(self.text, self.images, documents=self.documents)
 
 
-def read_content(content: Any, param: str, *, images: bool = True) -> tuple[str, tuple[ImageRef, ...]]:
-    """The text (parts joined by newlines) and images of one message's content."""
+@dataclass(frozen=True, slots=True)
+class Content:
+    """One message's content, read: its text (parts joined by newlines), images and PDFs."""
+
+    text: str
+    images: tuple[ImageRef, ...] = ()
+    documents: tuple[DocumentRef, ...] = ()
+
+
+def read_content(content: Any, param: str, *, files: bool = True) -> Content:
+    """One message's content; ``files``: images and PDFs may be in it (a user message's)."""
     if content is None:
-        return "", ()
+        return Content("")
     if isinstance(content, str):
-        return content, ()
+        return Content(content)
     if not isinstance(content, list):
         raise RequestError(f"{param} must be a string or an array of content parts", param)
     texts: list[str] = []
     found: list[ImageRef] = []
+    documents: list[DocumentRef] = []
     for index, part in enumerate(content):
         where = f"{param}[{index}]"
         if not isinstance(part, dict):
@@ -83,11 +102,13 @@ def read_content(content: Any, param: str, *, images: bool = True) -> tuple[str,
             if not isinstance(value, str):
                 raise RequestError(f"{where}.text must be a string", where)
             texts.append(value)
-        elif kind in _IMAGE_PARTS and images:
+        elif kind in _IMAGE_PARTS and files:
             found.append(_image(part, where))
+        elif kind in _FILE_PARTS and files:
+            documents.append(_document(part, where, len(documents)))
         else:
             raise RequestError(f"{where}: content part type {kind!r} is not supported here", where)
-    return "\n".join(texts), tuple(found)
+    return Content("\n".join(texts), tuple(found), tuple(documents))
 
 
 def _image(part: dict[str, Any], where: str) -> ImageRef:
@@ -113,11 +134,47 @@ def _image(part: dict[str, Any], where: str) -> ImageRef:
     return ImageRef(mime.lower(), payload)
 
 
+def _document(part: dict[str, Any], where: str, index: int) -> DocumentRef:
+    # chat completions nest the fields under "file"; the Responses API has them on the part
+    fields = part.get("file") if part.get("type") == "file" else part
+    if not isinstance(fields, dict):
+        raise RequestError(f"{where}.file must be an object {{file_data, filename}}", where)
+    if fields.get("file_id") is not None or fields.get("file_url") is not None:
+        raise RequestError(
+            f"{where}: files by file_id or file_url are not supported (this server has no Files "
+            "API and fetches no URLs); send the file itself as file_data "
+            "(data:application/pdf;base64,...)",
+            where,
+            "unsupported_file",
+        )
+    data, name = fields.get("file_data"), fields.get("filename")
+    if name is not None and not isinstance(name, str):
+        raise RequestError(f"{where}.filename must be a string", where)
+    if not isinstance(data, str) or not data.startswith(_PDF_URL_PREFIX):
+        raise RequestError(
+            f"{where}.file_data must be a PDF as a data URL (data:application/pdf;base64,...): "
+            "PDFs are the files this agent takes",
+            where,
+        )
+    raw = {"mimeType": "application/pdf", "data": data[len(_PDF_URL_PREFIX) :], "name": name}
+    parsed = parse_documents([raw], where)
+    if isinstance(parsed, str):
+        # the wire checker names its own fields (data, name); here they are file_data, filename
+        message = parsed.replace(f'"{where}[0].data"', f"{where}.file_data").replace(f'"{where}[0]"', where)
+        raise RequestError(message.replace(f'"{where}[0].name"', f"{where}.filename"), where)
+    document = parsed[0]
+    if not isinstance(name, str) or not name.strip():
+        document = DocumentRef(document.mime_type, document.data, f"document-{index + 1}.pdf")
+    return document
+
+
 def with_context(turn: Turn, context: str | None) -> Turn:
     """``turn`` with the client's system text before it, marked as context."""
     if not context:
         return turn
-    return Turn(turn.role, f"{CLIENT_CONTEXT_HEADER}{context}\n\n---\n\n{turn.text}", turn.images)
+    return Turn(
+        turn.role, f"{CLIENT_CONTEXT_HEADER}{context}\n\n---\n\n{turn.text}", turn.images, turn.documents
+    )
 
 
 def user_message(turn: Turn) -> UserMessage:
@@ -125,6 +182,10 @@ def user_message(turn: Turn) -> UserMessage:
     if turn.text or not turn.images:
         blocks.append({"type": "text", "text": turn.text})
     blocks.extend({"type": "image", "data": image.data, "mimeType": image.mime_type} for image in turn.images)
+    blocks.extend(
+        {"type": "document", "data": doc.data, "mimeType": doc.mime_type, "name": doc.name}
+        for doc in turn.documents
+    )
     return {"role": "user", "content": blocks, "timestamp": now_ms()}
 
 

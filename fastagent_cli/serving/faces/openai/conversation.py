@@ -69,7 +69,7 @@ def _first_user(turns: list[Turn], system: str | None) -> list[Turn]:
 
 
 def prompt_of(turns: list[Turn]) -> Prompt:
-    """Several new user messages as one prompt (their texts joined, their images kept)."""
+    """Several new user messages as one prompt (their texts joined, their images and PDFs kept)."""
     if any(turn.role != "user" for turn in turns):
         raise RequestError(
             "input continuing a response holds the new user message(s) only, no assistant messages",
@@ -77,7 +77,11 @@ def prompt_of(turns: list[Turn]) -> Prompt:
         )
     if len(turns) == 1:
         return turns[0].prompt()
-    return Prompt("\n\n".join(t.text for t in turns), tuple(i for t in turns for i in t.images))
+    return Prompt(
+        "\n\n".join(t.text for t in turns),
+        tuple(i for t in turns for i in t.images),
+        documents=tuple(d for t in turns for d in t.documents),
+    )
 
 
 async def plan_turn(
@@ -161,7 +165,7 @@ async def continue_response(
     """Rule 3's ``previous_response_id``: the session it ended, or a fork at its position."""
     prompt = prompt_of(turns)
     if system:
-        prompt = with_context(Turn("user", prompt.text, prompt.images), system).prompt()
+        prompt = with_context(Turn("user", prompt.text, prompt.images, prompt.documents), system).prompt()
     found = await index.find(previous)
     view = None if found is None else await sessions.read(found[0])
     if found is None or view is None:

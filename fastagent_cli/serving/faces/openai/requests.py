@@ -142,7 +142,7 @@ def _message_turns(messages: Any, param: str) -> tuple[str | None, list[Turn]]:
                 f"{where}: assistant tool calls are not supported (the agent runs its own tools)", where
             )
         if role in _SYSTEM_ROLES:
-            text, _ = read_content(message.get("content"), f"{where}.content", images=False)
+            text = read_content(message.get("content"), f"{where}.content", files=False).text
             if text:
                 system.append(text)
             continue
@@ -150,8 +150,8 @@ def _message_turns(messages: Any, param: str) -> tuple[str | None, list[Turn]]:
             raise RequestError(
                 f"{where}.role must be one of system, developer, user, assistant", f"{where}.role"
             )
-        text, images = read_content(message.get("content"), f"{where}.content", images=role == "user")
-        turns.append(Turn(role, text, images))
+        content = read_content(message.get("content"), f"{where}.content", files=role == "user")
+        turns.append(Turn(role, content.text, content.images, content.documents))
     if not turns or turns[-1].role != "user":
         raise RequestError(f"the last of {param} must be a user message: it is what the agent answers", param)
     return ("\n\n".join(system) or None), turns
