@@ -262,6 +262,8 @@ def test_the_status_line_shows_the_sessions_spend_from_the_ledger(page: Page) ->
     page.open(session).ready()
     page.send("show code")
     page.idle()
+    # the ledger's line is written as the turn settles, which may follow the idle status shown
+    wait_until(lambda: "totals" in page.control("GET", f"/sessions/{session}"), "the session's totals")
     totals = page.control("GET", f"/sessions/{session}")["totals"]
     tokens = totals["totalTokens"]
     assert tokens > 0 and not totals.get("cost")  # the scripted model has no prices: no $ part
