@@ -25,7 +25,13 @@ from typing import Any
 
 from fastagent_cli.contract import DocumentRef
 
-__all__ = ["DOCUMENT_MIME_TYPES", "MAX_WIRE_DOCUMENTS", "MAX_WIRE_DOCUMENT_BYTES", "parse_documents"]
+__all__ = [
+    "DOCUMENT_MIME_TYPES",
+    "MAX_WIRE_DOCUMENTS",
+    "MAX_WIRE_DOCUMENT_BYTES",
+    "parse_documents",
+    "pdf_document",
+]
 
 DOCUMENT_MIME_TYPES = ("application/pdf",)
 MAX_WIRE_DOCUMENTS = 10
@@ -65,21 +71,31 @@ def _document(item: Any, at: str, index: int) -> DocumentRef | str:
         return f'"{at}.mimeType" {mime!r} is not a document type this agent takes (application/pdf)'
     if data.startswith("data:"):
         return f'"{at}.data" must be the base64 alone, without the data: URL prefix'
+    return pdf_document(data, name, index, at=at)
+
+
+def pdf_document(
+    data: str, name: str | None, index: int, *, at: str, data_field: str = "data", name_field: str = "name"
+) -> DocumentRef | str:
+    """The PDF of base64 ``data`` named ``name`` (``document-<index + 1>.pdf`` without one), or
+    the message naming what is wrong; ``at`` is where it is in the request, ``data_field`` and
+    ``name_field`` what the request calls its two fields (the OpenAI face: ``file_data``,
+    ``filename``)."""
     if not data:
-        return f'"{at}.data" is empty'
+        return f'"{at}.{data_field}" is empty'
     # base64 of more than the cap is rejected before decoding it
     if len(data) > (MAX_WIRE_DOCUMENT_BYTES + 2) // 3 * 4:
         return f'"{at}" is larger than {MAX_WIRE_DOCUMENT_BYTES >> 20} MB'
     try:
         decoded = b64decode(data, validate=True)
     except (binascii.Error, ValueError):
-        return f'"{at}.data" is not valid base64'
+        return f'"{at}.{data_field}" is not valid base64'
     if not decoded.startswith(b"%PDF-"):
-        return f'"{at}.data" is not a PDF (it does not start with %PDF-)'
+        return f'"{at}.{data_field}" is not a PDF (it does not start with %PDF-)'
     given = (name or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
     if len(given) > MAX_NAME_CHARS or any(ord(c) < 32 for c in given):
         return (
-            f'"{at}.name" must be a file name of at most {MAX_NAME_CHARS} characters, '
+            f'"{at}.{name_field}" must be a file name of at most {MAX_NAME_CHARS} characters, '
             "without control characters"
         )
-    return DocumentRef(mime, data, given or f"document-{index + 1}.pdf")
+    return DocumentRef(DOCUMENT_MIME_TYPES[0], data, given or f"document-{index + 1}.pdf")

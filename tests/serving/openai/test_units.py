@@ -151,7 +151,7 @@ def test_pdf_file_parts_of_both_apis_are_documents() -> None:
         ({"type": "file", "file": {"file_data": "data:text/plain;base64,AAAA"}}, "PDFs are the files"),
         (
             {"type": "input_file", "file_data": "data:application/pdf;base64,%%%"},
-            r"content\[0\]\.file_data is not valid base64",
+            r'content\[0\]\.file_data" is not valid base64',
         ),
         (
             {
@@ -163,7 +163,7 @@ def test_pdf_file_parts_of_both_apis_are_documents() -> None:
         ({"type": "input_file", "file_data": PDF_URL, "filename": 7}, r"\.filename must be a string"),
         (
             {"type": "input_file", "file_data": PDF_URL, "filename": "a\nb.pdf"},
-            r"content\[0\]\.filename must be a file name",
+            r'content\[0\]\.filename" must be a file name',
         ),
     ],
 )

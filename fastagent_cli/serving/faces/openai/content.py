@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.contract import DocumentRef, ImageRef, Prompt
-from fastagent_cli.control.document_wire import parse_documents
+from fastagent_cli.control.document_wire import pdf_document
 from fastagent_cli.messages import AssistantMessage, Message, UserBlock, UserMessage, empty_usage, now_ms
 
 __all__ = [
@@ -156,15 +156,11 @@ def _document(part: dict[str, Any], where: str, index: int) -> DocumentRef:
             "PDFs are the files this agent takes",
             where,
         )
-    raw = {"mimeType": "application/pdf", "data": data[len(_PDF_URL_PREFIX) :], "name": name}
-    parsed = parse_documents([raw], where)
-    if isinstance(parsed, str):
-        # the wire checker names its own fields (data, name); here they are file_data, filename
-        message = parsed.replace(f'"{where}[0].data"', f"{where}.file_data").replace(f'"{where}[0]"', where)
-        raise RequestError(message.replace(f'"{where}[0].name"', f"{where}.filename"), where)
-    document = parsed[0]
-    if not isinstance(name, str) or not name.strip():
-        document = DocumentRef(document.mime_type, document.data, f"document-{index + 1}.pdf")
+    document = pdf_document(
+        data[len(_PDF_URL_PREFIX) :], name, index, at=where, data_field="file_data", name_field="filename"
+    )
+    if isinstance(document, str):
+        raise RequestError(document, where)
     return document
 
 
