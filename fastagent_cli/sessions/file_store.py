@@ -12,8 +12,9 @@ from typing import Any
 
 from fastagent_cli.errors import SessionError
 from fastagent_cli.sessions.encoding import encode_session_id
-from fastagent_cli.sessions.files import RecordFiles
+from fastagent_cli.sessions.files import Publication, RecordFiles
 from fastagent_cli.sessions.fork import ForkConflict, fork_entries, fork_header, same_fork
+from fastagent_cli.sessions.group_publish import GroupPublisher
 from fastagent_cli.sessions.inherit import Inheritance, inherited_entries
 from fastagent_cli.sessions.listing import SessionIndex, SessionSummary
 from fastagent_cli.sessions.parsed import ParsedFiles
@@ -42,6 +43,7 @@ class FileSessionStore:
         self._own_index = SessionIndex(self.files.own, persist=True, spec=True, cwd=self.cwd)
         self._index = SessionIndex(self.files.directory, persist=True)
         self._creating: dict[str, asyncio.Future[tuple[Path, bool]]] = {}
+        self._publisher = GroupPublisher(self.files)
 
     async def open_or_create(self, session: str, inherit: Inheritance | None = None) -> SessionRecord:
         record = await self.open_if_exists(session)
@@ -63,14 +65,15 @@ class FileSessionStore:
         return record
 
     async def _create(self, session: str, header: dict[str, Any], body: bytes) -> Path:
-        """Publish a new record off the loop (it ends in an fsync, which a busy disk makes slow,
-        and a thousand sessions starting at once would otherwise queue every turn behind them).
-        The publish runs to the end even when the turn that started it is cancelled, so a
+        """Publish a new record off the loop (it ends in an fsync, which a busy disk makes slow),
+        in the group of every record asked for in this tick (:mod:`~fastagent_cli.sessions.group_publish`:
+        a thousand sessions starting at once are one thread job, one hold of the creation lock,
+        one ``syncfs``). The publish runs to the end even when the turn that started it is cancelled, so a
         cancelled turn still leaves the record it created; until it is in place, readers in this
         process wait for it instead of finding nothing."""
         creating = self._creating.get(session)
         if creating is None:
-            creating = asyncio.ensure_future(asyncio.to_thread(self.files.publish, session, header, body))
+            creating = self._publisher.publish(Publication(session, header, body))
             self._creating[session] = creating
             creating.add_done_callback(lambda done: self._created(session, done))
         path, _ = await asyncio.shield(creating)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,27 @@ from fastagent_cli.sessions.layout import (
 )
 from fastagent_cli.sessions.migrate import migrate_flat_records
 from fastagent_cli.sessions.store_errors import store_error
-from fastagent_cli.state.atomic import dumps_line, make_private_dir, stage_file
+from fastagent_cli.state.atomic import dumps_line, make_private_dir
+from fastagent_cli.state.group_sync import stage_files
 from fastagent_cli.state.locks import FileLock, LockTimeoutError
 
-__all__ = ["RecordFiles"]
+__all__ = ["Publication", "RecordFiles"]
 
 Lease = Callable[[str], Callable[[], None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Publication:
+    """One record to publish: ``header``, then ``body`` (whole JSONL lines); ``fresh``: a session
+    that has a record already is an error rather than that record."""
+
+    session: str
+    header: dict[str, Any]
+    body: bytes = b""
+    fresh: bool = False
+
+
+_PENDING: Exception = Exception("not linked yet")
 
 
 class RecordFiles:
@@ -85,51 +101,108 @@ class RecordFiles:
         so creators wait on each other for a few system calls, not a disk flush. (The directory is
         not fsynced after the link, as appends are not: a turn's first request waits for one
         flush, not two.)"""
-        path = self.own / spec_record_name(stamp_of(header, 0.0), session)
-        header = {**header, "id": spec_id(session)}  # the spelling is this layout's
-        data = (dumps_line(header) + "\n").encode("utf-8") + body
+        outcome = self.publish_many([Publication(session, header, body, fresh)])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def publish_many(self, batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
+        """:meth:`publish` for each of ``batch`` (what a group of creators asked at once), each
+        outcome in its place: the records staged one by one, then linked under one hold of the
+        creation lock (a thousand sessions starting at once take the lock once, not a thousand
+        times). One publication's failure is its own outcome, never the others'."""
+        paths = [self.own / spec_record_name(stamp_of(item.header, 0.0), item.session) for item in batch]
+        data = [
+            (dumps_line({**item.header, "id": spec_id(item.session)}) + "\n").encode("utf-8") + item.body
+            for item in batch  # the id's spelling is this layout's
+        ]
+        outcomes: list[tuple[Path, bool] | Exception] = []
+        staged: list[tuple[int, Path, Path]] = []
+        for i, temp in enumerate(self._stage(paths, data)):
+            if isinstance(temp, OSError):
+                outcomes.append(store_error("write", temp, self.own))
+            else:
+                outcomes.append(_PENDING)
+                staged.append((i, paths[i], temp))
+        if not staged:
+            return outcomes
         try:
-            staged = self._stage(path.name, data)
-        except OSError as exc:
-            raise store_error("write", exc, self.own) from exc
-        try:
-            with self._creating(session):
-                generation = _generation(self._counter)
-                existing = self._find(session, generation)
-                if existing is not None:
-                    if fresh:
-                        raise SessionError(f"session {session!r} exists already ({existing})")
-                    return existing, False
-                # The counter moves first: killed between the two, the others list once for
-                # nothing; the other way round they could trust a listing without the record.
-                _set_generation(self._counter, generation + 1)
+            with self._creating(batch[staged[0][0]].session):
+                self._link_all(batch, staged, outcomes)
+        except Exception as exc:  # the lock, the counter: every staged one not linked fails with it
+            for i, path, _ in staged:
+                if outcomes[i] is _PENDING:
+                    outcomes[i] = store_error("write", exc, path) if isinstance(exc, OSError) else exc
+        finally:
+            for _, _, temp in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+        return outcomes
+
+    def _link_all(
+        self,
+        batch: Sequence[Publication],
+        staged: list[tuple[int, Path, Path]],
+        outcomes: list[tuple[Path, bool] | Exception],
+    ) -> None:
+        """Under the creation lock: each staged record linked into place unless its session has a
+        record already. The counter is read once and moved once, by the number of records about
+        to be linked, before the first link (killed between the two, the others list once for
+        nothing; the other way round they could trust a listing without the record)."""
+        generation = _generation(self._counter)
+        new: list[tuple[int, Path, Path]] = []
+        taken: dict[str, Path] = {}  # a session asked for twice in the group gets one record
+        for i, path, temp in staged:
+            item = batch[i]
+            existing = taken.get(item.session) or self._find(item.session, generation)
+            if existing is None:
+                new.append((i, path, temp))
+                taken[item.session] = path
+            elif item.fresh:
+                outcomes[i] = SessionError(f"session {item.session!r} exists already ({existing})")
+            else:
+                outcomes[i] = (existing, False)
+        if not new:
+            return
+        moved = generation + len(new)
+        _set_generation(self._counter, moved)
+        linked: list[tuple[str, Path]] = []
+        for i, path, temp in new:
+            try:
                 try:
-                    os.link(staged, path)
+                    os.link(temp, path)
                 except FileNotFoundError:  # the directory went away since it was made
                     make_private_dir(self.own)
-                    os.link(staged, path)
-                self.own_index.published(session, path, generation + 1)
-                self.index.advanced(generation + 1)
-        except OSError as exc:
-            raise store_error("write", exc, path) from exc
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(staged)
-        return path, True
+                    os.link(temp, path)
+            except OSError as exc:
+                outcomes[i] = store_error("write", exc, path)
+                continue
+            outcomes[i] = (path, True)
+            linked.append((batch[i].session, path))
+        self.own_index.published_many(linked, moved)
+        self.index.advanced(moved, len(new))
 
-    def _stage(self, name: str, data: bytes) -> Path:
-        """``data`` written and fsynced in ``.staging/``; the directories are made on the first
-        publish (and again when one was removed since), not checked on every one."""
+    def _stage(self, paths: list[Path], data: list[bytes]) -> list[Path | OSError]:
+        """Each record's ``data`` written in ``.staging/`` and made durable (one ``syncfs`` for a
+        large group, see :mod:`~fastagent_cli.state.group_sync`); the directories are made on the
+        first publish (and again when one was removed since), not checked on every one."""
         if not self._made:
             make_private_dir(self.own)
             make_private_dir(self.staging)
             self._made = True
-        try:
-            return stage_file(self.staging / name, data, mode=0o600)
-        except FileNotFoundError:
+        temps = [self.staging / path.name for path in paths]
+        out = stage_files(temps, data, mode=0o600)
+        if any(isinstance(o, FileNotFoundError) for o in out):  # a directory removed meanwhile
             make_private_dir(self.own)
             make_private_dir(self.staging)
-            return stage_file(self.staging / name, data, mode=0o600)
+            again = [i for i, o in enumerate(out) if isinstance(o, FileNotFoundError)]
+            for i, o in zip(
+                again,
+                stage_files([temps[i] for i in again], [data[i] for i in again], mode=0o600),
+                strict=True,
+            ):
+                out[i] = o
+        return out
 
     @contextlib.contextmanager
     def _creating(self, session: str) -> Iterator[None]:

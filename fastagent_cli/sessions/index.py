@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fastagent_cli.errors import SessionError
@@ -144,20 +144,26 @@ class RecordIndex:
     def published(self, session: str, path: Path, generation: int) -> None:
         """Record a file this process just created under the creation lock (``generation``: the
         counter after it): the map stays complete without a listing."""
+        self.published_many([(session, path)], generation)
+
+    def published_many(self, records: Sequence[tuple[str, Path]], generation: int) -> None:
+        """:meth:`published` for the files (session, path) this process just created under the creation lock
+        (``generation``: the counter after them): the map stays complete without a listing."""
         st = os.stat(self.directory)
         with self._listing, self._lock:
-            if self.cwd is not None:
-                self._cwds[path.name] = self.cwd
-            names = self._files.setdefault(self._key(session), [])
-            if path.name not in names:
-                names.append(path.name)
+            for session, path in records:
+                if self.cwd is not None:
+                    self._cwds[path.name] = self.cwd
+                names = self._files.setdefault(self._key(session), [])
+                if path.name not in names:
+                    names.append(path.name)
             self._stamp, self._trusted, self._generation = (st.st_ino, st.st_mtime_ns), True, generation
 
-    def advanced(self, generation: int) -> None:
-        """The creation counter moved to ``generation`` by a record this process published in
-        another directory: a listing complete at the counter before it still is."""
+    def advanced(self, generation: int, by: int = 1) -> None:
+        """The creation counter moved by ``by`` to ``generation`` for records this process
+        published in another directory: a listing complete at the counter before still is."""
         with self._lock:
-            if self._generation == generation - 1:
+            if self._generation == generation - by:
                 self._generation = generation
 
     def forget(self, path: Path) -> None:

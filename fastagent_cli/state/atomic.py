@@ -163,16 +163,18 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     yield from parse_jsonl(data)
 
 
-def stage_file(path: Path, data: bytes, *, mode: int = FILE_MODE) -> Path:
-    """A temp file beside ``path`` holding ``data`` (``mode``), fsynced: to be linked or renamed
-    into place, then unlinked."""
+def stage_file(path: Path, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> Path:
+    """A temp file beside ``path`` holding ``data`` (``mode``), fsynced (``sync=False``: the
+    caller makes it durable, as :func:`~fastagent_cli.state.group_sync.stage_files` does for a
+    group): to be linked or renamed into place, then unlinked."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):

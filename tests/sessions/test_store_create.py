@@ -4,13 +4,16 @@ moment before it is in place."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from fastagent_cli.errors import SessionError
+from fastagent_cli.sessions.files import Publication
 from fastagent_cli.sessions.store import FileSessionStore
 
 
@@ -18,17 +21,17 @@ async def test_the_publish_runs_off_the_loop_and_readers_wait_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish
+    publish = store.files.publish_many
     threads: list[bool] = []
     started = threading.Event()
 
-    def slow_publish(session: str, header: dict[str, Any], body: bytes = b"") -> tuple[Path, bool]:
+    def slow_publish(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
         threads.append(threading.current_thread() is not threading.main_thread())
         started.set()
         time.sleep(0.3)  # a slow fsync
-        return publish(session, header, body)
+        return publish(batch)
 
-    monkeypatch.setattr(store.files, "publish", slow_publish)
+    monkeypatch.setattr(store.files, "publish_many", slow_publish)
     creating = asyncio.create_task(store.open_or_create("new"))
     ticks = 0
     while not started.is_set():  # the loop keeps running while the publish waits on the disk
@@ -46,15 +49,15 @@ async def test_a_turn_cancelled_while_its_record_is_published_still_leaves_the_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish
+    publish = store.files.publish_many
     started = threading.Event()
 
-    def slow_publish(session: str, header: dict[str, Any], body: bytes = b"") -> tuple[Path, bool]:
+    def slow_publish(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
         started.set()
         time.sleep(0.3)
-        return publish(session, header, body)
+        return publish(batch)
 
-    monkeypatch.setattr(store.files, "publish", slow_publish)
+    monkeypatch.setattr(store.files, "publish_many", slow_publish)
     creating = asyncio.create_task(store.open_or_create("cancelled"))
     assert await asyncio.to_thread(started.wait, 10)
     creating.cancel()
@@ -63,3 +66,95 @@ async def test_a_turn_cancelled_while_its_record_is_published_still_leaves_the_r
     record = await store.open_if_exists("cancelled")  # waits for the publish still under way
     assert record is not None and record.session == "cancelled"
     assert store.files.find("cancelled") is not None
+
+
+async def test_records_asked_for_in_one_tick_are_published_as_one_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
+    publish = store.files.publish_many
+    groups: list[list[str]] = []
+
+    def counted(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
+        groups.append([item.session for item in batch])
+        return publish(batch)
+
+    monkeypatch.setattr(store.files, "publish_many", counted)
+    names = [f"burst-{i}" for i in range(40)]
+    records = await asyncio.gather(*(store.open_or_create(name) for name in names))
+    assert [record.session for record in records] == names
+    assert [sorted(group) for group in groups] == [sorted(names)]
+    for name in names:  # each in place, readable from a store that never saw it created
+        again = await FileSessionStore(tmp_path / "sessions", cwd=tmp_path).open_if_exists(name)
+        assert again is not None and again.session == name
+    assert not list((tmp_path / "sessions" / ".staging").iterdir())  # no temp file left
+
+
+async def test_creators_that_come_while_a_group_is_written_form_the_next_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
+    publish = store.files.publish_many
+    groups: list[list[str]] = []
+    started = threading.Event()
+
+    def slow(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
+        groups.append([item.session for item in batch])
+        started.set()
+        time.sleep(0.2)
+        return publish(batch)
+
+    monkeypatch.setattr(store.files, "publish_many", slow)
+    first = asyncio.create_task(store.open_or_create("a"))
+    assert await asyncio.to_thread(started.wait, 10)
+    later = [asyncio.create_task(store.open_or_create(name)) for name in ("b", "c", "d")]
+    await asyncio.sleep(0.05)
+    later.append(asyncio.create_task(store.open_or_create("e")))
+    done = await asyncio.gather(first, *later)
+    assert [record.session for record in done] == ["a", "b", "c", "d", "e"]
+    assert groups == [["a"], ["b", "c", "d", "e"]]
+
+
+async def test_one_failed_publication_fails_its_own_creator_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
+    real_link = os.link
+
+    def link(src: object, dst: object, *args: object, **kwargs: object) -> None:
+        if "broken" in str(dst):
+            raise PermissionError(13, "Permission denied", str(dst))
+        real_link(src, dst, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", link)
+    outcomes = await asyncio.gather(
+        *(store.open_or_create(name) for name in ("fine-1", "broken", "fine-2")), return_exceptions=True
+    )
+    assert [getattr(o, "session", None) for o in outcomes] == ["fine-1", None, "fine-2"]
+    assert isinstance(outcomes[1], SessionError)
+    assert str(outcomes[1]) == "cannot write the session store: permission denied"
+    assert store.files.find("broken") is None
+    assert not list((tmp_path / "sessions" / ".staging").iterdir())
+
+
+async def test_a_failed_group_job_fails_every_creator_in_it_and_the_next_group_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
+    publish = store.files.publish_many
+    calls = 0
+
+    def flaky(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the disk went away")
+        return publish(batch)
+
+    monkeypatch.setattr(store.files, "publish_many", flaky)
+    failed = await asyncio.gather(
+        store.open_or_create("x"), store.open_or_create("y"), return_exceptions=True
+    )
+    assert [str(o) for o in failed] == ["the disk went away"] * 2
+    record = await store.open_or_create("x")  # nothing stuck: the next creation publishes
+    assert record.session == "x" and calls == 2
