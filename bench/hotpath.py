@@ -26,7 +26,9 @@ Rows (the issue's table):
   session every 10 turns), ``--concurrent-tokens``-token answers: turns/s, p50, p99, p99/p50
   (goal <= 2) and CPU per turn.
 * ``thousand``: 1 000 sessions start one turn each at once; done within 60 s, errors, wall time,
-  CPU per turn and its ratio to the ``latency`` row's (goal: all done, no error, within 1.5x).
+  CPU per turn and its ratio to the ``latency`` row's (goal: all done, no error, within 1.5x),
+  and when the first SSE event and the first text reached each client (p50, p99, the last;
+  goal: the first event within 2 s).
 * ``startup`` (start-up must not regress): ``--version`` and ``invoke`` on the scripted model
   (wall ms, median of ``--starts``; invoke's peak RSS), ``start`` from spawn to ``/health``
   answering 200 and its RSS once idle.
@@ -243,18 +245,22 @@ class Turn:
     seconds: float
     first_text: float | None = None
     error: str = ""
+    first_event: float | None = None
 
 
 async def turn(http: aiohttp.ClientSession, url: str, session: str, text: str) -> Turn:
     """One turn, read as the bytes come (the client's own CPU stays small: it shares the machine)."""
     started = time.perf_counter()
     first: float | None = None
+    first_event: float | None = None
     tail = b""
     try:
         async with http.post(url, json={"session": session, "text": text}) as response:
             if response.status != 200:
                 return Turn(False, time.perf_counter() - started, error=f"HTTP {response.status}")
             async for chunk in response.content.iter_any():
+                if first_event is None and b"data: " in chunk:
+                    first_event = time.perf_counter() - started
                 if first is None and b'"type":"text"' in chunk:
                     first = time.perf_counter() - started
                 tail = (tail + chunk)[-400:]
@@ -263,7 +269,7 @@ async def turn(http: aiohttp.ClientSession, url: str, session: str, text: str) -
     last = tail.rstrip(b"\n").rpartition(b"\n\n")[2]
     ok = last.startswith(b"data: ") and b'"type":"completed"' in last
     error = "" if ok else (last.decode(errors="replace").strip()[:200] or "no terminal event")
-    return Turn(ok, time.perf_counter() - started, first, error)
+    return Turn(ok, time.perf_counter() - started, first, error, first_event)
 
 
 def client(limit: int = 0, total_s: float = 120) -> aiohttp.ClientSession:
@@ -398,12 +404,27 @@ async def row_thousand(server: Server, opts: Options, per_turn_100: float | None
         "errors": float(len(turns) - len(done)),
         "wall s": wall,
         "p99 s": sorted(t.seconds for t in turns)[int(len(turns) * 0.99) - 1],
+        **_first_events(done),
         "cpu ms/turn": per_turn,
         "peak RSS MB": peak_rss_mb(server.pid),
     }
     if per_turn_100:
         figures["cpu/turn vs 100 sessions"] = per_turn / per_turn_100
     return figures
+
+
+def _first_events(done: list[Turn]) -> Figures:
+    """When the turns' first SSE event and first text reached the client (p50, p99, the last)."""
+    out: Figures = {}
+    for label, values in (
+        ("first event", sorted(t.first_event for t in done if t.first_event is not None)),
+        ("first text", sorted(t.first_text for t in done if t.first_text is not None)),
+    ):
+        if values:
+            out[f"{label} p50 s"] = statistics.median(values)
+            out[f"{label} p99 s"] = values[max(0, int(len(values) * 0.99) - 1)]
+            out[f"{label} max s"] = values[-1]
+    return out
 
 
 _MEASURE = (
