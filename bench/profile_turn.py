@@ -77,7 +77,13 @@ def buckets(raw: Path) -> collections.Counter[str]:
 
 
 async def profile(
-    build: Build, turns: int, rate: int, raw: Path, telemetry: bool = False, answer_tokens: int = 1
+    build: Build,
+    turns: int,
+    rate: int,
+    raw: Path,
+    telemetry: bool = False,
+    answer_tokens: int = 1,
+    burst: bool = False,
 ) -> tuple[collections.Counter[str], float]:
     model = FakeModel(5.0)
     sink = await OtlpSink.start() if telemetry else None
@@ -99,10 +105,14 @@ async def profile(
                     )
                     await asyncio.sleep(1.0)  # py-spy attached
                     before = cpu_ns(server.pid)
-                    for i in range(turns):
-                        done = await turn(
-                            http, server.url, f"p-{i}", f"Tell me a story. {tokens(answer_tokens)}"
+                    text = f"Tell me a story. {tokens(answer_tokens)}"
+                    if burst:  # the thousand row: every turn at once, each on a new session
+                        results = await asyncio.gather(
+                            *(turn(http, server.url, f"p-{i}", text) for i in range(turns))
                         )
+                    else:
+                        results = [await turn(http, server.url, f"p-{i}", text) for i in range(turns)]
+                    for done in results:
                         if not done.ok:
                             raise SystemExit(f"turn failed: {done.error}")
                     per_turn = (cpu_ns(server.pid) - before) / turns / 1e6
@@ -134,6 +144,9 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--telemetry", action="store_true", help="with OpenTelemetry on (a sink here)")
     parser.add_argument("--tokens", type=int, default=1, help="tokens per answer (the stream row: 300)")
+    parser.add_argument(
+        "--burst", action="store_true", help="every turn at once (the thousand row: --turns 1000 --tokens 50)"
+    )
     args = parser.parse_args()
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     with tempfile.TemporaryDirectory(prefix="fastagent-profile-ref-") as ref_dir:
@@ -143,10 +156,10 @@ def main() -> None:
         raw = args.raw or Path(ref_dir) / "stacks.txt"
         started = time.perf_counter()
         counts, per_turn = asyncio.run(
-            profile(build, args.turns, args.rate, raw, args.telemetry, args.tokens)
+            profile(build, args.turns, args.rate, raw, args.telemetry, args.tokens, args.burst)
         )
         print(
-            f"{build.label}: {args.turns} turns of {args.tokens} tokens in "
+            f"{build.label}: {args.turns} turns of {args.tokens} tokens{' at once' if args.burst else ''} in "
             f"{time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}"
         )
         print(table(counts, per_turn, build.label))

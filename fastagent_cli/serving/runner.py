@@ -40,6 +40,7 @@ from fastagent_cli.serving.control import (
     write_control_file,
 )
 from fastagent_cli.serving.faces import check_face_exposure
+from fastagent_cli.serving.heap import settle_heap
 from fastagent_cli.serving.host import Server, serve
 from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service
@@ -187,6 +188,7 @@ async def _serve(
         port = resolve_port(options, config.http.port)
         server = serve(service.handler, port=port, host=host, close_timeout=_HANDLER_GRACE_S, sockets=sockets)
         bound = await server.listening
+        settle_heap()  # start-up is done: what it left is frozen, out of every collection
     except BaseException:
         await _close_quietly(service.close(_CONNECTION_STOP_S))
         raise
