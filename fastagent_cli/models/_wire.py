@@ -32,6 +32,7 @@ __all__ = [
     "new_tool_call_id",
     "now_ms",
     "parse_arguments",
+    "MessageTransform",
     "transform_messages",
     "wire_arguments",
 ]
@@ -137,6 +138,48 @@ def _adapt_assistant(
     return {**message, "content": blocks}
 
 
+class MessageTransform:
+    """pi's ``transform-messages`` one message at a time (:func:`transform_messages`); its state
+    is the tool calls not answered yet (``pending``: id -> name), so a conversion that keeps it
+    can go on from where an earlier request of the conversation stopped."""
+
+    def __init__(
+        self,
+        model: ModelInfo,
+        normalize_id: Callable[[str], str] = lambda value: value,
+        pending: dict[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.normalize_id = normalize_id
+        self.pending: dict[str, str] = dict(pending or {})
+
+    def _flush(self) -> list[Message]:
+        out: list[Message] = [_synthetic_result(call_id, name) for call_id, name in self.pending.items()]
+        self.pending.clear()
+        return out
+
+    def feed(self, message: Message) -> list[Message]:
+        """What ``message`` becomes (nothing for a failed turn; unanswered calls' error results
+        before the next user or assistant message)."""
+        if message["role"] == "assistant":
+            if is_failed_turn(message):
+                return []
+            out = self._flush()
+            adapted = _adapt_assistant(message, self.model, self.normalize_id)
+            for block in adapted["content"]:
+                if block["type"] == "toolCall":
+                    self.pending[block["id"]] = block["name"]
+            out.append(adapted)
+            return out
+        if message["role"] == "toolResult":
+            call_id = self.normalize_id(message["toolCallId"])
+            self.pending.pop(call_id, None)
+            return [{**message, "toolCallId": call_id}]
+        out = self._flush()
+        out.append(message)
+        return out
+
+
 def transform_messages(
     messages: Sequence[Message],
     model: ModelInfo,
@@ -145,29 +188,8 @@ def transform_messages(
     """pi's ``transform-messages``: drop failed assistant turns, turn another model's thinking into
     text, normalise tool-call ids and answer every unanswered tool call with an error result before
     the next user or assistant message."""
+    transform = MessageTransform(model, normalize_id)
     out: list[Message] = []
-    pending: dict[str, str] = {}
-
-    def flush_pending() -> None:
-        for call_id, name in pending.items():
-            out.append(_synthetic_result(call_id, name))
-        pending.clear()
-
     for message in messages:
-        if message["role"] == "assistant":
-            if is_failed_turn(message):
-                continue
-            flush_pending()
-            adapted = _adapt_assistant(message, model, normalize_id)
-            for block in adapted["content"]:
-                if block["type"] == "toolCall":
-                    pending[block["id"]] = block["name"]
-            out.append(adapted)
-        elif message["role"] == "toolResult":
-            call_id = normalize_id(message["toolCallId"])
-            pending.pop(call_id, None)
-            out.append({**message, "toolCallId": call_id})
-        else:
-            flush_pending()
-            out.append(message)
+        out.extend(transform.feed(message))
     return out

@@ -22,6 +22,7 @@ from fastagent_cli.models._wire import (
     now_ms,
     parse_arguments,
 )
+from fastagent_cli.models.anthropic_encode import encode_messages_request
 from fastagent_cli.models.anthropic_request import build_messages_request, uses_claude_code
 from fastagent_cli.models.claude_code import from_claude_code_name
 from fastagent_cli.models.http_client import HttpStreamClient
@@ -234,7 +235,7 @@ class AnthropicMessagesClient(HttpStreamClient):
     """Streams the Messages API; see :class:`~fastagent_cli.models.types.ModelClient`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
-        url, headers, body = build_messages_request(request)
+        url, headers, body = encode_messages_request(request)
         names = tuple(t.name for t in request.tools) if uses_claude_code(request) else None
         state = _MessageStream(request.model, names)
         async with (

@@ -24,6 +24,7 @@ from fastagent_cli.models.structured import OUTPUT_TOOL, native_mode
 from fastagent_cli.models.types import (
     AssistantMessage,
     ContentBlock,
+    Message,
     ModelRequest,
     ToolResultMessage,
     UserBlock,
@@ -36,6 +37,7 @@ __all__ = [
     "build_messages_request",
     "normalize_tool_id",
     "uses_claude_code",
+    "wire_turn",
 ]
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -108,16 +110,20 @@ def _tool_result_block(message: ToolResultMessage, images: bool) -> dict[str, An
     return result
 
 
-def _convert_messages(request: ModelRequest, claude_code: bool) -> list[dict[str, Any]]:
+def wire_turn(message: Message, request: ModelRequest, claude_code: bool) -> tuple[str, list[dict[str, Any]]]:
+    """The (role, content blocks) of one transformed message (a tool result is a ``user`` turn)."""
     images = request.model.supports_images
+    if message["role"] == "user":
+        return "user", _content_blocks(message["content"], images, request.model.supports_pdf)
+    if message["role"] == "assistant":
+        return "assistant", _assistant_blocks(message, claude_code)
+    return "user", [_tool_result_block(message, images)]
+
+
+def _convert_messages(request: ModelRequest, claude_code: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in transform_messages(request.messages, request.model, normalize_tool_id):
-        if message["role"] == "user":
-            role, blocks = "user", _content_blocks(message["content"], images, request.model.supports_pdf)
-        elif message["role"] == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message, claude_code)
-        else:
-            role, blocks = "user", [_tool_result_block(message, images)]
+        role, blocks = wire_turn(message, request, claude_code)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:  # the API wants strictly alternating roles
@@ -154,8 +160,12 @@ def _output_tool(body: dict[str, Any], request: ModelRequest, thinking: bool) ->
         body["tool_choice"] = {"type": "tool", "name": name}
 
 
-def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The URL, headers and JSON body of a streaming Messages API request."""
+def build_messages_request(
+    request: ModelRequest, *, convert: bool = True
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The URL, headers and JSON body of a streaming Messages API request (``convert=False``: the
+    body's ``messages`` left empty, in their place, for
+    :func:`~fastagent_cli.models.anthropic_encode.encode_messages_request`)."""
     model = request.model
     copilot = model.provider == COPILOT_PROVIDER
     claude_code = uses_claude_code(request)
@@ -167,7 +177,7 @@ def build_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], 
             body["system"].append({"type": "text", "text": request.system})
     elif request.system:
         body["system"] = request.system
-    body["messages"] = _convert_messages(request, claude_code)
+    body["messages"] = _convert_messages(request, claude_code) if convert else []
     if request.tools:
         body["tools"] = [
             {
