@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fastagent_cli.contract import json_text
-from fastagent_cli.models import anthropic_encode
+from fastagent_cli.models import anthropic_encode, anthropic_request
 from fastagent_cli.models.anthropic_encode import encode_messages_request
 from fastagent_cli.models.anthropic_request import build_messages_request
 from fastagent_cli.models.structured import output_format
@@ -85,9 +85,9 @@ def test_each_request_of_a_growing_conversation_is_the_built_body_byte_for_byte(
 
 def test_a_structured_request_and_a_system_less_one_keep_the_key_order() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    for more in ({"output": output_format(schema)}, {}):
+    for output in (output_format(schema), None):
         for system in ("", "sys"):
-            req = ModelRequest(model(), system, CONVERSATION, api_key="sk-ant-key", memo={}, **more)
+            req = ModelRequest(model(), system, CONVERSATION, api_key="sk-ant-key", memo={}, output=output)
             assert encode_messages_request(req) == built(req)
     bare = ModelRequest(model(), "", [user("hi")], tools=[ToolSpec("t", "d", {"type": "object"})], memo={})
     assert encode_messages_request(bare) == built(bare)
@@ -109,7 +109,7 @@ def test_a_rewritten_history_or_another_model_is_encoded_afresh_and_right() -> N
 
 def test_messages_are_converted_once_per_conversation_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
     converted: list[str] = []
-    wire_turn = anthropic_encode.wire_turn
+    wire_turn = anthropic_request.wire_turn
 
     def counting(message: Message, req: ModelRequest, claude_code: bool) -> Any:
         converted.append(message["role"])
