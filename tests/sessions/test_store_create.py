@@ -17,21 +17,32 @@ from fastagent_cli.sessions.files import Publication
 from fastagent_cli.sessions.store import FileSessionStore
 
 
+class SlowPublish:
+    """``store.files.publish_many`` held up by ``delay_s`` (a slow fsync), noting each group's
+    sessions and whether it ran off the loop's thread."""
+
+    def __init__(self, store: FileSessionStore, monkeypatch: pytest.MonkeyPatch, delay_s: float) -> None:
+        self.publish = store.files.publish_many
+        self.delay_s = delay_s
+        self.groups: list[list[str]] = []
+        self.threads: list[bool] = []
+        self.started = threading.Event()
+        monkeypatch.setattr(store.files, "publish_many", self)
+
+    def __call__(self, batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
+        self.groups.append([item.session for item in batch])
+        self.threads.append(threading.current_thread() is not threading.main_thread())
+        self.started.set()
+        time.sleep(self.delay_s)
+        return self.publish(batch)
+
+
 async def test_the_publish_runs_off_the_loop_and_readers_wait_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish_many
-    threads: list[bool] = []
-    started = threading.Event()
-
-    def slow_publish(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
-        threads.append(threading.current_thread() is not threading.main_thread())
-        started.set()
-        time.sleep(0.3)  # a slow fsync
-        return publish(batch)
-
-    monkeypatch.setattr(store.files, "publish_many", slow_publish)
+    slow = SlowPublish(store, monkeypatch, 0.3)
+    threads, started = slow.threads, slow.started
     creating = asyncio.create_task(store.open_or_create("new"))
     ticks = 0
     while not started.is_set():  # the loop keeps running while the publish waits on the disk
@@ -49,15 +60,7 @@ async def test_a_turn_cancelled_while_its_record_is_published_still_leaves_the_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish_many
-    started = threading.Event()
-
-    def slow_publish(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
-        started.set()
-        time.sleep(0.3)
-        return publish(batch)
-
-    monkeypatch.setattr(store.files, "publish_many", slow_publish)
+    started = SlowPublish(store, monkeypatch, 0.3).started
     creating = asyncio.create_task(store.open_or_create("cancelled"))
     assert await asyncio.to_thread(started.wait, 10)
     creating.cancel()
@@ -72,14 +75,7 @@ async def test_records_asked_for_in_one_tick_are_published_as_one_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish_many
-    groups: list[list[str]] = []
-
-    def counted(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
-        groups.append([item.session for item in batch])
-        return publish(batch)
-
-    monkeypatch.setattr(store.files, "publish_many", counted)
+    groups = SlowPublish(store, monkeypatch, 0.0).groups
     names = [f"burst-{i}" for i in range(40)]
     records = await asyncio.gather(*(store.open_or_create(name) for name in names))
     assert [record.session for record in records] == names
@@ -94,17 +90,8 @@ async def test_creators_that_come_while_a_group_is_written_form_the_next_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
-    publish = store.files.publish_many
-    groups: list[list[str]] = []
-    started = threading.Event()
-
-    def slow(batch: Sequence[Publication]) -> list[tuple[Path, bool] | Exception]:
-        groups.append([item.session for item in batch])
-        started.set()
-        time.sleep(0.2)
-        return publish(batch)
-
-    monkeypatch.setattr(store.files, "publish_many", slow)
+    slow = SlowPublish(store, monkeypatch, 0.2)
+    groups, started = slow.groups, slow.started
     first = asyncio.create_task(store.open_or_create("a"))
     assert await asyncio.to_thread(started.wait, 10)
     later = [asyncio.create_task(store.open_or_create(name)) for name in ("b", "c", "d")]
