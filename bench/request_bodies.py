@@ -1,7 +1,7 @@
 """The model request body's cost by its place in a long session (issue 35 item 2), per API: the
 body the wire client sends at turn 10 and at turn 200 of one conversation, built afresh on every
 request (``build``: the conversion and ``json`` of the whole history, as ``anthropic-messages``
-did before) and encoded with the record's memo (``encode``: only the new messages).
+and ``openai-responses`` did before) and encoded with the record's memo (``encode``: only the new messages).
 
     .venv/bin/python bench/request_bodies.py [--turns 200] [--repeat 200]
 
@@ -22,6 +22,8 @@ from fastagent_cli.contract import json_text
 from fastagent_cli.models.anthropic_encode import encode_messages_request
 from fastagent_cli.models.anthropic_request import build_messages_request
 from fastagent_cli.models.openai_request import build_chat_request, encode_chat_request
+from fastagent_cli.models.responses_encode import encode_responses_request
+from fastagent_cli.models.responses_request import build_responses_request
 from fastagent_cli.models.types import Message, ModelInfo, ModelRequest, ToolSpec
 
 TOOLS = [ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})]
@@ -52,11 +54,13 @@ def turn(i: int, api: str) -> list[Message]:
 
 def per_request_us(messages: list[Message], api: str, memo: bool, repeat: int) -> float:
     info = ModelInfo(provider="fake", id="m", api=api, base_url="http://127.0.0.1:9")
-    send: Callable[[ModelRequest], Any]
-    if api == "anthropic-messages":
-        send = encode_messages_request if memo else (lambda r: json_text(build_messages_request(r)[2]))
-    else:
-        send = encode_chat_request if memo else (lambda r: json_text(build_chat_request(r)[2]))
+    ways: dict[str, tuple[Callable[[ModelRequest], Any], Callable[[ModelRequest], Any]]] = {
+        "anthropic-messages": (build_messages_request, encode_messages_request),
+        "openai-completions": (build_chat_request, encode_chat_request),
+        "openai-responses": (build_responses_request, encode_responses_request),
+    }
+    build, encode = ways[api]
+    send: Callable[[ModelRequest], Any] = encode if memo else (lambda r: json_text(build(r)[2]))
     times = []
     for _ in range(repeat):
         kept: dict[Any, Any] | None = {} if memo else None
@@ -75,7 +79,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
     print(f"{'api':<22}{'way':<8}{'turn 10 us':>12}{f'turn {args.turns} us':>14}{'last/first':>12}")
-    for api in ("anthropic-messages", "openai-completions"):
+    for api in ("anthropic-messages", "openai-completions", "openai-responses"):
         history = [m for i in range(args.turns) for m in turn(i, api)]
         for way, memo in (("build", False), ("encode", True)):
             first = per_request_us(history[: 10 * 4], api, memo, args.repeat)

@@ -29,7 +29,8 @@ from fastagent_cli.models._wire import (
     parse_arguments,
 )
 from fastagent_cli.models.http_client import HttpStreamClient
-from fastagent_cli.models.responses_request import build_responses_request, text_signature
+from fastagent_cli.models.responses_encode import encode_responses_request
+from fastagent_cli.models.responses_request import text_signature
 from fastagent_cli.models.types import (
     AssistantBlock,
     AssistantMessage,
@@ -264,7 +265,7 @@ class OpenAIResponsesClient(HttpStreamClient):
     """Streams the Responses API; see :class:`~fastagent_cli.models.types.ModelClient`."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamDelta | AssistantMessage]:
-        url, headers, body = build_responses_request(request)
+        url, headers, body = encode_responses_request(request)
         state = _ResponsesStream(request.model)
         async with (
             self._post_stream(request.model.provider, url, headers, body, request.model) as response,

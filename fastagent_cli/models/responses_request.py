@@ -35,6 +35,7 @@ from fastagent_cli.models.copilot import copilot_headers
 from fastagent_cli.models.structured import native_mode
 from fastagent_cli.models.types import (
     AssistantMessage,
+    Message,
     ModelRequest,
     ToolResultMessage,
     UserBlock,
@@ -43,12 +44,14 @@ from fastagent_cli.models.types import (
 __all__ = [
     "CODEX_API",
     "CODEX_ORIGINATOR",
+    "HISTORY",
     "RESPONSES_API",
     "build_responses_request",
     "codex_account_id",
     "codex_responses_url",
     "normalize_call_id",
     "text_signature",
+    "wire_items",
 ]
 
 RESPONSES_API = "openai-responses"
@@ -171,19 +174,29 @@ def _tool_output(message: ToolResultMessage, images: bool) -> dict[str, Any]:
     }
 
 
-def _input_items(request: ModelRequest) -> list[dict[str, Any]]:
+HISTORY: dict[str, Any] = {}
+"""Where the conversation's items go in a body built with ``convert=False`` (this very object:
+:func:`~fastagent_cli.models.responses_encode.encode_responses_request` puts their JSON there)."""
+
+
+def wire_items(message: Message, index: int, request: ModelRequest) -> list[dict[str, Any]]:
+    """The input items of one transformed message (``index``: its place in the transformed
+    conversation, which names an assistant text's item when it has no id of its own)."""
     model = request.model
-    images = model.supports_images
+    if message["role"] == "user":
+        parts = _user_parts(message["content"], model.supports_images, model.supports_pdf)
+        return [{"role": "user", "content": parts}] if parts else []
+    if message["role"] == "assistant":
+        return _assistant_items(message, is_same_model(message, model), index)
+    return [_tool_output(message, model.supports_images)]
+
+
+def _input_items(request: ModelRequest, convert: bool = True) -> list[dict[str, Any]]:
+    if not convert:
+        return [HISTORY]
     items: list[dict[str, Any]] = []
-    for index, message in enumerate(transform_messages(request.messages, model, normalize_call_id)):
-        if message["role"] == "user":
-            parts = _user_parts(message["content"], images, model.supports_pdf)
-            if parts:
-                items.append({"role": "user", "content": parts})
-        elif message["role"] == "assistant":
-            items += _assistant_items(message, is_same_model(message, model), index)
-        else:
-            items.append(_tool_output(message, images))
+    for index, message in enumerate(transform_messages(request.messages, request.model, normalize_call_id)):
+        items += wire_items(message, index, request)
     return items
 
 
@@ -244,7 +257,7 @@ def _user_agent() -> str:
     return f"{CODEX_ORIGINATOR} ({system})"
 
 
-def _codex_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
+def _codex_request(request: ModelRequest, convert: bool) -> tuple[str, dict[str, str], dict[str, Any]]:
     model = request.model
     token = request.api_key or ""
     account = codex_account_id(token)
@@ -258,7 +271,7 @@ def _codex_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str
         "store": False,
         "stream": True,
         "instructions": request.system,
-        "input": _input_items(request),
+        "input": _input_items(request, convert),
         "text": {"verbosity": "medium"},
         "include": ["reasoning.encrypted_content"],
         "tool_choice": "auto",
@@ -295,15 +308,18 @@ def _text_format(body: dict[str, Any], request: ModelRequest) -> None:
     text["format"] = {"type": "json_schema", "name": out.name, "schema": schema, "strict": out.strict}
 
 
-def build_responses_request(request: ModelRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The URL, headers and JSON body of a streaming Responses request (either dialect)."""
+def build_responses_request(
+    request: ModelRequest, *, convert: bool = True
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The URL, headers and JSON body of a streaming Responses request (either dialect;
+    ``convert=False``: the conversation's items left out, :data:`HISTORY` in their place)."""
     model = request.model
     if model.api == CODEX_API:
-        return _codex_request(request)
+        return _codex_request(request, convert)
     base = model.base_url or (OPENAI_BASE_URL if model.provider == "openai" else "")
     if not base:
         raise ProviderError(f"{model.provider}: model {model.spec} has no base URL")
-    items = _input_items(request)
+    items = _input_items(request, convert)
     if request.system:
         items.insert(0, {"role": "developer" if model.reasoning else "system", "content": request.system})
     body: dict[str, Any] = {

@@ -1,0 +1,78 @@
+"""The Responses API request body (both dialects) encoded once per conversation, not once per
+request: :func:`encode_responses_request` is the JSON text of
+:func:`~fastagent_cli.models.responses_request.build_responses_request`'s body, byte for byte.
+
+The record's ``memo`` keeps what the conversation's last request encoded: the messages it was
+built from, the transform's unanswered tool calls and its count of transformed messages (an
+assistant text without an item id of its own is named by its place), and the encoded items. A
+request that only appends to that conversation, for the same model, converts and encodes the new
+messages alone (issue 35: flat along a session). The items around the conversation (the system
+or developer item first, the no-reasoning note last) are encoded per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastagent_cli.contract import json_text
+from fastagent_cli.models._wire import MessageTransform
+from fastagent_cli.models.responses_request import (
+    HISTORY,
+    build_responses_request,
+    normalize_call_id,
+    wire_items,
+)
+from fastagent_cli.models.types import Message, ModelRequest
+
+__all__ = ["encode_responses_request"]
+
+_SLOT = ("openai-responses", "prefix")
+
+
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    key: tuple[Any, ...]
+    messages: list[Message]
+    pending: dict[str, str]
+    transformed: int
+    text: str
+    """The items' JSON texts, joined by commas."""
+
+
+def encode_responses_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+    """:func:`build_responses_request` with the body already encoded (the same JSON text)."""
+    url, headers, body = build_responses_request(request, convert=False)
+    keys = list(body)
+    at = keys.index("input")
+    head = json_text({key: body[key] for key in keys[:at]})
+    tail = json_text({key: body[key] for key in keys[at + 1 :]})
+    history = _encoded_items(request)
+    items = [history if item is HISTORY else json_text(item) for item in body["input"]]
+    joined = ",".join(item for item in items if item)
+    rest = f",{tail[1:]}" if len(tail) > 2 else "}"
+    return url, headers, f'{head[:-1]},"input":[{joined}]{rest}'.encode()
+
+
+def _encoded_items(request: ModelRequest) -> str:
+    model = request.model
+    key = (model.provider, model.api, model.id, model.supports_images, model.supports_pdf)
+    messages: Sequence[Message] = request.messages
+    memo = request.memo
+    kept = memo.get(_SLOT) if memo is not None else None
+    start, text, pending, index = 0, "", None, 0
+    if isinstance(kept, _Prefix) and kept.key == key and len(messages) >= len(kept.messages):
+        head = messages[: len(kept.messages)]
+        if (head if isinstance(head, list) else list(head)) == kept.messages:
+            start, text, pending, index = len(kept.messages), kept.text, kept.pending, kept.transformed
+    transform = MessageTransform(model, normalize_call_id, pending)
+    texts = [text] if text else []
+    for message in messages[start:]:
+        for turn in transform.feed(message):
+            texts.extend(json_text(item) for item in wire_items(turn, index, request))
+            index += 1
+    text = ",".join(texts)
+    if memo is not None:
+        memo[_SLOT] = _Prefix(key, list(messages), dict(transform.pending), index, text)
+    return text
