@@ -3,31 +3,32 @@
 Each event is one ``data: <json>\\n\\n`` message; a ``: ping\\n\\n`` comment goes out every
 :data:`PING_INTERVAL_S` so remote consumers can tell a quiet run from a dead connection.
 
-Per stream, a *reader* pulls events and queues their messages, a *writer* sends what has queued
-up, and the request's own task *watches*: it pings, and it notices a client that went away even
+Per stream, a *puller* task pulls events and queues their messages, and the request's own task
+sends what has queued up and *watches*: it pings, and it notices a client that went away even
 while the agent is silent (a slow tool), by the write failing or by polling the transport every
-:data:`DISCONNECT_POLL_S`. Either way the reader is cancelled, which closes the agent's stream
-(:func:`~fastagent_cli.contract.closing`), which aborts the turn (under
+:data:`DISCONNECT_POLL_S` (a timer, not a task). Either way the puller is cancelled, which closes
+the agent's stream (:func:`~fastagent_cli.contract.closing`), which aborts the turn (under
 :func:`~fastagent_cli.serving.host.serve` the handler is also cancelled the moment the connection
 drops). Aborting takes a while (a tool's process killed, the model response closed), and until it
 has settled the session's lease is held: a stream registered in a :class:`KeyedStreams` under a
 key (``/invoke``: the session) lets a new request for that key stop the streams whose client is
-gone and wait until they have closed (:meth:`KeyedStreams.reclaim`), so a client that left and
-came straight back is not answered ``session_busy``.
+gone (a :class:`StopSignal`, which wakes the relay at once) and wait until they have closed
+(:meth:`KeyedStreams.reclaim`), so a client that left and came straight back is not answered
+``session_busy``. (One task per stream besides the request's: a writer task and a task waiting
+on the stop were two more task starts and a dozen more loop callbacks on every turn.)
 
-Coalescing: the writer wakes on the loop tick after the reader queued a message and sends
+Coalescing: the request's task wakes on the loop tick after the puller queued a message and sends
 everything queued by then as one write. Events the agent emits together (the deltas of one model
 read) leave in one write; an event that comes alone leaves alone, at once (no timer: the first
 token is never held back). Each event stays one whole ``data: ...\\n\\n`` message, never split
 across writes nor merged with another. While :data:`MAX_QUEUED_BYTES` wait for a slow client
-the reader stops pulling, so the client's pace still holds the agent back.
+the puller stops pulling, so the client's pace still holds the agent back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_QUEUED_BYTES",
     "PING_INTERVAL_S",
     "SSE_HEADERS",
+    "StopSignal",
     "abort_connection",
     "client_gone",
     "stream_events",
@@ -85,10 +87,10 @@ class KeyedStreams:
         self._live: dict[str, list[_Held]] = {}
 
     @contextlib.contextmanager
-    def holding(self, key: str, request: web.BaseRequest) -> Iterator[asyncio.Event]:
+    def holding(self, key: str, request: web.BaseRequest) -> Iterator[StopSignal]:
         """Register ``request``'s stream under ``key`` while it runs; yields the event that asks
         it to stop (pass it to :func:`stream_events`)."""
-        held = _Held(request, asyncio.Event(), asyncio.Event())
+        held = _Held(request, StopSignal(), asyncio.Event())
         self._live.setdefault(key, []).append(held)
         try:
             yield held.stop
@@ -118,11 +120,32 @@ class KeyedStreams:
 @dataclass(frozen=True, slots=True, eq=False)
 class _Held:
     request: web.BaseRequest
-    stop: asyncio.Event
+    stop: StopSignal
     closed: asyncio.Event
 
 
+class StopSignal(asyncio.Event):
+    """The event :meth:`KeyedStreams.holding` yields: setting it also wakes the relay of the
+    stream at once (a plain :class:`asyncio.Event` is noticed at the next poll)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listeners: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        super().set()
+        for listener in list(self._listeners):
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+
 class _Reader:
+    """A stream's relay: :meth:`run` pulls the events in a task of its own and writes what they
+    queued from the task that runs it (the request's own, under :func:`stream_events`)."""
+
     def __init__(
         self,
         response: web.StreamResponse,
@@ -134,65 +157,88 @@ class _Reader:
         self.events = events
         self.encode = encode
         self.framed = framed
-        self.writing = False
         self._queued: list[str] = []
         self._queued_bytes = 0
-        self._wake = asyncio.Event()
         self._room = asyncio.Event()
-        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
 
-    async def run(self) -> None:
-        """Pull events until the stream ends, then wait for the writer to send the last ones.
-        A failed write stops the pulling at once and ends this task with the writer's error."""
-        writer = asyncio.create_task(self._write())
-        writer.add_done_callback(functools.partial(_stop_on_failure, asyncio.current_task()))
+    async def run(self, request: web.BaseRequest | None = None, stop: asyncio.Event | None = None) -> bool:
+        """Relay until the stream ends (``True``) or, with ``request``, its client leaves or
+        ``stop`` is set (``False``; pinging meanwhile). The puller is stopped (which closes the
+        agent's stream) however this ends; a failed write raises its error, the agent stream's
+        error is raised once what it queued before is written."""
+        pulling = asyncio.get_running_loop().create_task(self._pull())
+        pulling.add_done_callback(_retrieve)
+        pulling.add_done_callback(lambda _: self._wake())
+        unlisten = stop.listen(self._wake) if isinstance(stop, StopSignal) else None
         try:
-            async with closing(self.events) as events:
-                async for event in events:
-                    message = self.encode(event) if self.framed else f"data: {self.encode(event)}\n\n"
-                    if not message:
-                        continue  # framed: an item that says nothing
-                    self._queued.append(message)
-                    self._queued_bytes += len(message)
-                    self._wake.set()
-                    if self._queued_bytes >= MAX_QUEUED_BYTES:
-                        self._room.clear()
-                        await self._room.wait()
-            self._ended = True
-            self._wake.set()
-            await writer
-        except asyncio.CancelledError:
-            failure = None if not writer.done() or writer.cancelled() else writer.exception()
-            if failure is not None:
-                raise failure from None
-            raise
+            ended = await self._write(pulling, request, stop)
         finally:
-            if not writer.done():
-                writer.cancel()
-                await asyncio.wait({writer})
+            if unlisten is not None:
+                unlisten()
+            if not pulling.done():
+                pulling.cancel()
+                await asyncio.wait({pulling})
+        if ended:
+            error = pulling.exception()
+            if error is not None:
+                raise error
+        return ended
 
-    async def _write(self) -> None:
+    async def _pull(self) -> None:
+        async with closing(self.events) as events:
+            async for event in events:
+                message = self.encode(event) if self.framed else f"data: {self.encode(event)}\n\n"
+                if not message:
+                    continue  # framed: an item that says nothing
+                self._queued.append(message)
+                self._queued_bytes += len(message)
+                self._wake()
+                if self._queued_bytes >= MAX_QUEUED_BYTES:
+                    self._room.clear()
+                    await self._room.wait()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _write(
+        self, pulling: asyncio.Task[None], request: web.BaseRequest | None, stop: asyncio.Event | None
+    ) -> bool:
+        """Coalescing: this task wakes on the loop tick after the puller queued a message and
+        sends everything queued by then as one write."""
+        loop = asyncio.get_running_loop()
+        next_ping = loop.time() + PING_INTERVAL_S
         while True:
-            if not self._queued:
-                if self._ended:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            data = "".join(self._queued).encode()
-            self._queued.clear()
-            self._queued_bytes = 0
-            self._room.set()
-            self.writing = True
-            try:
+            if self._queued:
+                data = "".join(self._queued).encode()
+                self._queued.clear()
+                self._queued_bytes = 0
+                self._room.set()
                 await self.response.write(data)
+                continue
+            if pulling.done():
+                return True
+            if request is not None:
+                if (stop is not None and stop.is_set()) or client_gone(request):
+                    log.debug("[host] client left %s mid-stream; cancelling the turn", request.raw_path)
+                    return False
+                if loop.time() >= next_ping:
+                    next_ping = loop.time() + PING_INTERVAL_S
+                    await self.response.write(_PING)
+                    continue
+            self._waiter = waiter = loop.create_future()
+            timer = None
+            if request is not None:  # the poll for a client gone while the agent is silent
+                delay = max(0.0, min(DISCONNECT_POLL_S, next_ping - loop.time()))
+                timer = loop.call_later(delay, self._wake)
+            try:
+                await waiter
             finally:
-                self.writing = False
-
-
-def _stop_on_failure(reader: asyncio.Task[Any] | None, writer: asyncio.Task[None]) -> None:
-    if reader is not None and not writer.cancelled() and writer.exception() is not None:
-        reader.cancel()
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
 
 
 async def stream_events(
@@ -218,69 +264,22 @@ async def stream_events(
         if aclose is not None:
             await aclose()
         raise
-    reader = _Reader(response, events, encode, framed)
-    task = asyncio.create_task(reader.run())
-    # However this handler ends (it may itself be cancelled mid-cleanup when the client leaves), a
-    # reader that failed writing to a closed connection is never "Task exception was never
-    # retrieved" in the log.
-    task.add_done_callback(_retrieve)
     try:
-        await _watch(request, response, reader, task, stop or asyncio.Event())
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # retrieve it now: the handler may be cancelled before _finish looks
-    return await _finish(request, response, task)
-
-
-async def _watch(
-    request: web.BaseRequest,
-    response: web.StreamResponse,
-    reader: _Reader,
-    task: asyncio.Task[None],
-    stop: asyncio.Event,
-) -> None:
-    loop = asyncio.get_running_loop()
-    next_ping = loop.time() + PING_INTERVAL_S
-    stopped = asyncio.ensure_future(stop.wait())
-    try:
-        while True:
-            delay = max(0.0, min(DISCONNECT_POLL_S, next_ping - loop.time()))
-            await asyncio.wait({task, stopped}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-            if task.done():
-                return
-            if stop.is_set() or client_gone(request):
-                log.debug("[host] client left %s mid-stream; cancelling the turn", request.raw_path)
-                return
-            if loop.time() >= next_ping:
-                next_ping = loop.time() + PING_INTERVAL_S
-                if not reader.writing:
-                    try:
-                        await response.write(_PING)
-                    except ConnectionError:
-                        return
-    finally:
-        stopped.cancel()
-
-
-async def _finish(
-    request: web.BaseRequest, response: web.StreamResponse, task: asyncio.Task[None]
-) -> web.StreamResponse:
-    error = None if task.cancelled() else task.exception()
-    if task.cancelled() or isinstance(error, ConnectionError) or client_gone(request):
+        ended = await _Reader(response, events, encode, framed).run(request, stop)
+    except ConnectionError:
         return response  # the client is gone: nothing more to write
-    if error is not None:
-        log.error(
-            "[host] the agent's stream for %s raised (%s: %s); closing the response",
-            request.raw_path,
-            type(error).__name__,
-            error,
-        )
-        abort_connection(request)
+    except Exception as error:
+        if not client_gone(request):
+            log.error(
+                "[host] the agent's stream for %s raised (%s: %s); closing the response",
+                request.raw_path,
+                type(error).__name__,
+                error,
+            )
+            abort_connection(request)
         return response
-    await response.write_eof()
+    if ended and not client_gone(request):
+        await response.write_eof()
     return response
 
 
