@@ -51,7 +51,7 @@ ROOT = Path(fastagent_cli.__file__).resolve().parent
 LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "contract",
-        frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup"}),
+        frozenset({"contract", "errors", "messages", "control", "sse", "_version", "logging_setup", "heap"}),
     ),
     ("state", frozenset({"state", "telemetry"})),
     ("models|sessions", frozenset({"models", "sessions"})),
@@ -78,6 +78,7 @@ HOST_MAY_IMPORT = frozenset(
         "sse",
         "_version",
         "logging_setup",
+        "heap",
         "state",
         "telemetry",
         "assembly",

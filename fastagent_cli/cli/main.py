@@ -44,6 +44,9 @@ def skip_httpx_cli() -> None:
 
 
 def run(args: list[str]) -> int:
+    from fastagent_cli.heap import raise_young_threshold
+
+    raise_young_threshold()  # start-up allocates much and frees little: fewer collections
     skip_httpx_cli()
     import click
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from fastagent_cli.assembly import AgentSurface, open_agent
 from fastagent_cli.errors import ServeError, one_line
+from fastagent_cli.heap import settle_heap
 from fastagent_cli.serving.binding import (
     ServeOptions,
     check_tunnel_bind,
@@ -40,7 +41,6 @@ from fastagent_cli.serving.control import (
     write_control_file,
 )
 from fastagent_cli.serving.faces import check_face_exposure
-from fastagent_cli.serving.heap import settle_heap
 from fastagent_cli.serving.host import Server, serve
 from fastagent_cli.serving.http_limits import raise_open_file_limit
 from fastagent_cli.serving.service import AgentService, SchedulerFactory, open_agent_service

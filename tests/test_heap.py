@@ -1,4 +1,4 @@
-"""The collector's settings once a server listens (:mod:`fastagent_cli.serving.heap`)."""
+"""The collector's settings: for start-up and once a server listens (:mod:`fastagent_cli.heap`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fastagent_cli.serving.heap import YOUNG_THRESHOLD, settle_heap
+from fastagent_cli.heap import YOUNG_THRESHOLD, settle_heap
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +34,12 @@ def test_a_threshold_raised_already_or_a_collector_switched_off_is_kept() -> Non
     gc.set_threshold(0, 10, 10)
     settle_heap()
     assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_the_command_line_raises_the_threshold_first_thing(capsys: pytest.CaptureFixture[str]) -> None:
+    from fastagent_cli.cli.main import run
+
+    gc.set_threshold(700, 10, 10)
+    assert run(["--help"]) == 0
+    assert "Usage" in capsys.readouterr().out
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
