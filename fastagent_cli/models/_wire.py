@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from fastagent_cli.contract import json_text
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import StopReason, is_failed_turn, now_ms
 from fastagent_cli.models.types import (
@@ -33,6 +34,8 @@ __all__ = [
     "now_ms",
     "parse_arguments",
     "MessageTransform",
+    "continues",
+    "spliced_body",
     "transform_messages",
     "wire_arguments",
 ]
@@ -193,3 +196,23 @@ def transform_messages(
     for message in messages:
         out.extend(transform.feed(message))
     return out
+
+
+def continues(messages: Sequence[Message], kept: Sequence[Message]) -> bool:
+    """Whether ``messages`` starts with ``kept`` (the same message objects, or equal ones: a wire
+    form is a function of the message), so a request can go on from what an earlier one encoded."""
+    if len(messages) < len(kept):
+        return False
+    head = messages[: len(kept)]
+    return (head if isinstance(head, list) else list(head)) == kept
+
+
+def spliced_body(body: Mapping[str, Any], key: str, items: str) -> bytes:
+    """``json_text(body)`` as bytes, with ``body[key]`` (a list left empty or holding a
+    placeholder) written as ``[items]``: the items' JSON texts, already joined by commas."""
+    keys = list(body)
+    at = keys.index(key)
+    head = json_text({k: body[k] for k in keys[:at]})
+    tail = json_text({k: body[k] for k in keys[at + 1 :]})
+    rest = f",{tail[1:]}" if len(tail) > 2 else "}"
+    return f"{head[:-1]},{json_text(key)}:[{items}]{rest}".encode()

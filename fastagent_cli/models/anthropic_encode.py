@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.contract import json_text
-from fastagent_cli.models._wire import MessageTransform
+from fastagent_cli.models._wire import MessageTransform, continues, spliced_body
 from fastagent_cli.models.anthropic_request import (
     build_messages_request,
     normalize_tool_id,
@@ -45,13 +45,7 @@ class _Prefix:
 def encode_messages_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
     """:func:`build_messages_request` with the body already encoded (the same JSON text)."""
     url, headers, body = build_messages_request(request, convert=False)
-    keys = list(body)
-    at = keys.index("messages")
-    head = json_text({key: body[key] for key in keys[:at]})
-    tail = json_text({key: body[key] for key in keys[at + 1 :]})
-    messages = _encoded_messages(request, uses_claude_code(request))
-    rest = f",{tail[1:]}" if len(tail) > 2 else "}"
-    return url, headers, f'{head[:-1]},"messages":[{messages}]{rest}'.encode()
+    return url, headers, spliced_body(body, "messages", _encoded_messages(request, uses_claude_code(request)))
 
 
 def _encoded_messages(request: ModelRequest, claude_code: bool) -> str:
@@ -61,12 +55,10 @@ def _encoded_messages(request: ModelRequest, claude_code: bool) -> str:
     memo = request.memo
     kept = memo.get(_SLOT) if memo is not None else None
     start, closed, last, pending = 0, "", None, None
-    if isinstance(kept, _Prefix) and kept.key == key and len(messages) >= len(kept.messages):
-        head = messages[: len(kept.messages)]
-        if (head if isinstance(head, list) else list(head)) == kept.messages:
-            start, closed, pending = len(kept.messages), kept.closed, kept.pending
-            if kept.last is not None:  # copied: it may grow, and the memo's must not
-                last = {"role": kept.last["role"], "content": list(kept.last["content"])}
+    if isinstance(kept, _Prefix) and kept.key == key and continues(messages, kept.messages):
+        start, closed, pending = len(kept.messages), kept.closed, kept.pending
+        if kept.last is not None:  # copied: it may grow, and the memo's must not
+            last = {"role": kept.last["role"], "content": list(kept.last["content"])}
     transform = MessageTransform(model, normalize_tool_id, pending)
     texts = [closed] if closed else []
     for message in messages[start:]:

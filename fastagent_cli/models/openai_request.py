@@ -13,6 +13,7 @@ from fastagent_cli.errors import ProviderError
 from fastagent_cli.messages import is_failed_turn
 from fastagent_cli.models._wire import (
     NO_RESULT_TEXT,
+    continues,
     default_max_tokens,
     document_note,
     is_same_model,
@@ -183,11 +184,9 @@ class _Conversion:
         memo = self.memo
         kept = memo.get(_PREFIX_SLOT) if memo is not None else None
         text, start = "", 0
-        if isinstance(kept, _Prefix) and kept.key == self.prefix_key and len(messages) >= len(kept.messages):
-            head = messages[: len(kept.messages)]
-            if (head if isinstance(head, list) else list(head)) == kept.messages:
-                text, start = kept.text, len(kept.messages)
-                self.pending, self.previous = dict(kept.pending), kept.previous
+        if isinstance(kept, _Prefix) and kept.key == self.prefix_key and continues(messages, kept.messages):
+            text, start = kept.text, len(kept.messages)
+            self.pending, self.previous = dict(kept.pending), kept.previous
         added = ",".join(self.run(messages[start:]))
         text = f"{text},{added}" if text and added else text or added
         if memo is not None:

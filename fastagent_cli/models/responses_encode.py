@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastagent_cli.contract import json_text
-from fastagent_cli.models._wire import MessageTransform
+from fastagent_cli.models._wire import MessageTransform, continues, spliced_body
 from fastagent_cli.models.responses_request import (
     HISTORY,
     build_responses_request,
@@ -44,15 +44,9 @@ class _Prefix:
 def encode_responses_request(request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
     """:func:`build_responses_request` with the body already encoded (the same JSON text)."""
     url, headers, body = build_responses_request(request, convert=False)
-    keys = list(body)
-    at = keys.index("input")
-    head = json_text({key: body[key] for key in keys[:at]})
-    tail = json_text({key: body[key] for key in keys[at + 1 :]})
     history = _encoded_items(request)
     items = [history if item is HISTORY else json_text(item) for item in body["input"]]
-    joined = ",".join(item for item in items if item)
-    rest = f",{tail[1:]}" if len(tail) > 2 else "}"
-    return url, headers, f'{head[:-1]},"input":[{joined}]{rest}'.encode()
+    return url, headers, spliced_body(body, "input", ",".join(item for item in items if item))
 
 
 def _encoded_items(request: ModelRequest) -> str:
@@ -62,10 +56,8 @@ def _encoded_items(request: ModelRequest) -> str:
     memo = request.memo
     kept = memo.get(_SLOT) if memo is not None else None
     start, text, pending, index = 0, "", None, 0
-    if isinstance(kept, _Prefix) and kept.key == key and len(messages) >= len(kept.messages):
-        head = messages[: len(kept.messages)]
-        if (head if isinstance(head, list) else list(head)) == kept.messages:
-            start, text, pending, index = len(kept.messages), kept.text, kept.pending, kept.transformed
+    if isinstance(kept, _Prefix) and kept.key == key and continues(messages, kept.messages):
+        start, text, pending, index = len(kept.messages), kept.text, kept.pending, kept.transformed
     transform = MessageTransform(model, normalize_call_id, pending)
     texts = [text] if text else []
     for message in messages[start:]:
