@@ -161,6 +161,7 @@ class _Reader:
         self._queued_bytes = 0
         self._room = asyncio.Event()
         self._waiter: asyncio.Future[None] | None = None
+        self._poll: asyncio.TimerHandle | None = None
 
     async def run(self, request: web.BaseRequest | None = None, stop: asyncio.Event | None = None) -> bool:
         """Relay until the stream ends (``True``) or, with ``request``, its client leaves or
@@ -176,6 +177,9 @@ class _Reader:
         finally:
             if unlisten is not None:
                 unlisten()
+            if self._poll is not None:
+                self._poll.cancel()
+                self._poll = None
             if not pulling.done():
                 pulling.cancel()
                 await asyncio.wait({pulling})
@@ -228,17 +232,18 @@ class _Reader:
                     next_ping = loop.time() + PING_INTERVAL_S
                     await self.response.write(_PING)
                     continue
+            if request is not None and self._poll is None:  # a client gone while the agent is silent
+                self._poll = loop.call_at(min(loop.time() + DISCONNECT_POLL_S, next_ping), self._polled)
             self._waiter = waiter = loop.create_future()
-            timer = None
-            if request is not None:  # the poll for a client gone while the agent is silent
-                delay = max(0.0, min(DISCONNECT_POLL_S, next_ping - loop.time()))
-                timer = loop.call_later(delay, self._wake)
             try:
                 await waiter
             finally:
                 self._waiter = None
-                if timer is not None:
-                    timer.cancel()
+
+    def _polled(self) -> None:
+        """The poll timer fired: look again (one timer per poll interval, not one per wait)."""
+        self._poll = None
+        self._wake()
 
 
 async def stream_events(
