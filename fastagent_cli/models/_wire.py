@@ -22,6 +22,7 @@ from fastagent_cli.models.types import (
 )
 
 __all__ = [
+    "MessageTransform",
     "NO_RESULT_TEXT",
     "StopReason",
     "calculate_cost",
@@ -33,7 +34,6 @@ __all__ = [
     "new_tool_call_id",
     "now_ms",
     "parse_arguments",
-    "MessageTransform",
     "continues",
     "spliced_body",
     "transform_messages",

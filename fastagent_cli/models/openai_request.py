@@ -18,6 +18,7 @@ from fastagent_cli.models._wire import (
     document_note,
     is_same_model,
     pdf_data_url,
+    spliced_body,
     wire_arguments,
 )
 from fastagent_cli.models.copilot import copilot_headers
@@ -258,12 +259,9 @@ def encode_chat_request(request: ModelRequest) -> tuple[str, dict[str, str], byt
     key), each message's text reused from earlier requests of the conversation (``request.memo``),
     and the history of the last one as a whole when this request only appends to it."""
     url, headers = _target(request)
-    body: dict[str, Any] = {"model": request.model.id, "messages": None, "stream": True}
+    body: dict[str, Any] = {"model": request.model.id, "messages": [], "stream": True}
     _fill_body(body, request)
-    del body["messages"]
-    head = json_text({"model": body.pop("model")})
-    messages = _encoded_messages(request)
-    return url, headers, f'{head[:-1]},"messages":[{messages}],{json_text(body)[1:]}'.encode()
+    return url, headers, spliced_body(body, "messages", _encoded_messages(request))
 
 
 def _target(request: ModelRequest) -> tuple[str, dict[str, str]]:
