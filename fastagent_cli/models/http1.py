@@ -114,7 +114,11 @@ class Http1Connection:
         self._state = _ACTIVE
         try:
             if self._stream is None:
-                self._stream = await self._opener(self.origin, timeouts.get("connect"))
+                stream = await self._opener(self.origin, timeouts.get("connect"))
+                if self._state == _CLOSED:  # released while it was connecting: the pool is closing
+                    await stream.aclose()
+                    raise httpcore.ConnectError("the connection pool was closed")
+                self._stream = stream
             lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
             lines += [b"%s: %s\r\n" % (name, value) for name, value in headers]
             await self._stream.write(b"".join(lines) + b"\r\n" + body, timeouts.get("write"))
@@ -275,6 +279,15 @@ class Http1Connection:
             self._expires_at = (
                 None if self._keepalive_expiry is None else time.monotonic() + self._keepalive_expiry
             )
+
+    def release_nowait(self) -> None:
+        """:meth:`release` without waiting: a socket whose body was not read to the end is
+        dropped at once (the transport's abort closes it without a round trip)."""
+        if self._state == _ACTIVE:
+            self._state = _CLOSED
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                stream.abort()
 
     async def release(self) -> None:
         """The caller is done with the response: a connection whose body was not read to the end

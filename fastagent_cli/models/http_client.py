@@ -21,8 +21,9 @@ import httpx
 
 from fastagent_cli import telemetry
 from fastagent_cli.contract import json_text
+from fastagent_cli.models.http_direct import DirectRead
 from fastagent_cli.models.http_errors import error_from_exception, error_from_response
-from fastagent_cli.models.http_exchange import Exchange, Send, StreamedResponse
+from fastagent_cli.models.http_exchange import Exchange, Send, StreamedResponse, with_request
 from fastagent_cli.models.http_pool import DEFAULT_POOL, PoolLimits, new_http_client
 from fastagent_cli.models.http_transport import CA_FILE, PooledTransport
 from fastagent_cli.models.types import ModelInfo
@@ -56,15 +57,20 @@ class HttpStreamClient:
         self._timeout = pool.timeout()
         self._timeouts = pool.timeouts()
         self._exchanges: set[Exchange] = set()
+        self._direct = 0
+        """Requests of the owned pool in flight (each read in its caller's task)."""
+        self._closed = False
         self._full_logged_at = float("-inf")
 
     @property
     def in_flight(self) -> int:
         """Model requests started and not yet closed."""
-        return len(self._exchanges)
+        return len(self._exchanges) + self._direct
 
     async def aclose(self) -> None:
-        """Stop every exchange (boundedly), then close the HTTP client if this object created it."""
+        """Stop every exchange (boundedly), then close the HTTP client if this object created it
+        (its pool aborts the connections still being read: their readers fail)."""
+        self._closed = True
         exchanges, self._exchanges = list(self._exchanges), set()
         for exchange in exchanges:
             exchange.abandon()
@@ -76,18 +82,21 @@ class HttpStreamClient:
         if self._owns_http:
             await self._http.aclose()
 
-    def _start(self, send: Send, request: Callable[[], httpx.Request], name: str) -> Exchange:
-        if len(self._exchanges) >= self._pool.max_connections:
+    def _note_if_full(self) -> None:
+        """A request about to start while every connection is busy: logged (once per interval)."""
+        if self.in_flight >= self._pool.max_connections:
             now = time.monotonic()
             if now - self._full_logged_at >= _FULL_LOG_INTERVAL_S:
                 self._full_logged_at = now
                 log.warning(
                     "[models] the model connection pool is full (%d requests in flight, limit %d); "
                     "new requests wait up to %g s for a connection",
-                    len(self._exchanges),
+                    self.in_flight,
                     self._pool.max_connections,
                     self._pool.pool_timeout_s,
                 )
+
+    def _start(self, send: Send, request: Callable[[], httpx.Request], name: str) -> Exchange:
         exchange = Exchange(send, request, name, self._pool.coalesce_s)
         self._exchanges.add(exchange)
         exchange.task.add_done_callback(lambda _: self._exchanges.discard(exchange))
@@ -113,32 +122,60 @@ class HttpStreamClient:
         }
         if model is not None and model.ca_file:
             extensions[CA_FILE] = model.ca_file
+        self._note_if_full()
         if self._transport is not None:
-            target = self._url(url)
-            send, request = self._send_direct(self._transport, target, sent, payload, extensions)
+            send, request = self._send_direct(self._transport, self._url(url), sent, payload, extensions)
+            context = self._read_direct(send, request)
         else:
             built = self._http.build_request(
                 "POST", url, content=payload, headers=sent, timeout=self._timeout
             )
             built.extensions.update(extensions)
-            target = built.url
             send, request = partial(self._http.send, built, stream=True), lambda: built
-        exchange = self._start(send, request, f"http POST {target.host}")
+            context = self._read_exchange(send, request, f"http POST {built.url.host}")
         try:
-            response = await exchange.response()
-            if not response.is_success:
-                raw = await response.aread()
-                raise error_from_response(provider, response.status_code, raw, response.headers, url)
-            yield response
+            async with context as response:
+                if not response.is_success:
+                    raw = await response.aread()
+                    raise error_from_response(provider, response.status_code, raw, response.headers, url)
+                yield response
         except httpx.HTTPError as exc:
             if isinstance(exc, httpx.PoolTimeout):
                 log.warning(
                     "[models] no free model connection within %g s (%d requests in flight, limit %d)",
                     self._pool.pool_timeout_s,
-                    len(self._exchanges),
+                    self.in_flight,
                     self._pool.max_connections,
                 )
-            raise error_from_exception(provider, exc) from exc
+            raise error_from_exception(provider, with_request(exc, request)) from exc
+
+    @asynccontextmanager
+    async def _read_direct(
+        self, send: Send, request: Callable[[], httpx.Request]
+    ) -> AsyncIterator[StreamedResponse]:
+        """The owned pool's response, read in this task (:mod:`~fastagent_cli.models.http_direct`)."""
+        self._direct += 1
+        direct: DirectRead | None = None
+        try:
+            direct = DirectRead(await send(), self._pool.coalesce_s)
+            yield StreamedResponse(direct.response, direct)
+        except httpx.HTTPError:
+            if self._closed:  # the pool aborted the connection under the reader
+                raise httpx.ReadError("the model client was closed", request=request()) from None
+            raise
+        finally:
+            self._direct -= 1
+            if direct is not None:
+                direct.close()
+
+    @asynccontextmanager
+    async def _read_exchange(
+        self, send: Send, request: Callable[[], httpx.Request], name: str
+    ) -> AsyncIterator[StreamedResponse]:
+        """A borrowed client's response, read by an :class:`Exchange` worker."""
+        exchange = self._start(send, request, name)
+        try:
+            yield await exchange.response()
         finally:
             exchange.abandon()
 

@@ -26,40 +26,46 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 import anyio
 import httpx
 
 from fastagent_cli.models.http_socket import PacedStream
 
-__all__ = ["Exchange", "StreamedResponse"]
+__all__ = ["BodySource", "Exchange", "StreamedResponse", "with_request"]
 
 _END = object()
 
 
-class StreamedResponse:
-    """The head of a response, and its body as the worker hands it over (read it once)."""
+class BodySource(Protocol):
+    """Where a :class:`StreamedResponse`'s body comes from: an :class:`Exchange`'s worker, or
+    the owned pool read in the reader's own task (:class:`~fastagent_cli.models.http_direct.DirectRead`)."""
 
-    def __init__(self, response: httpx.Response, exchange: Exchange) -> None:
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    def pace(self) -> None: ...
+
+
+class StreamedResponse:
+    """The head of a response, and its body (read it once)."""
+
+    def __init__(self, response: httpx.Response, body: BodySource) -> None:
         self.status_code = response.status_code
         self.headers = response.headers
-        self._exchange = exchange
+        self._body = body
 
     def answer_started(self) -> None:
         """The first delta has been handed on: read the rest in batches (cheap to call again)."""
-        self._exchange.pace()
+        self._body.pace()
 
     @property
     def is_success(self) -> bool:
         return 200 <= self.status_code < 300
 
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The decoded body, chunk by chunk; transport failures raise the ``httpx`` error."""
-        while True:
-            chunk = await self._exchange.next_chunk()
-            if chunk is None:
-                return
-            yield chunk
+        return self._body.chunks()
 
     async def aread(self) -> bytes:
         return b"".join([chunk async for chunk in self.aiter_bytes()])
@@ -104,6 +110,14 @@ class Exchange:
     async def response(self) -> StreamedResponse:
         """The response head (raises the ``httpx`` error when the request failed)."""
         return StreamedResponse(await asyncio.shield(self._head), self)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as the worker hands it over."""
+        while True:
+            chunk = await self.next_chunk()
+            if chunk is None:
+                return
+            yield chunk
 
     async def next_chunk(self) -> bytes | None:
         item = await self._chunks.get()

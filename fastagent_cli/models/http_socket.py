@@ -191,8 +191,12 @@ class PacedStream:
         self._protocol.transport = transport
         return PacedStream(transport, self._protocol)
 
+    def abort(self) -> None:
+        """Drop the connection now (an HTTP connection has nothing to flush when it is dropped)."""
+        self._transport.abort()
+
     async def aclose(self) -> None:
-        self._transport.abort()  # an HTTP connection has nothing to flush when it is dropped
+        self.abort()
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":

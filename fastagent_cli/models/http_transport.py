@@ -52,7 +52,7 @@ from fastagent_cli.models.http1 import Head, Http1Connection
 from fastagent_cli.models.http_proxy import Proxy, environment_proxies, open_through
 from fastagent_cli.models.http_socket import PacedStream, open_stream
 
-__all__ = ["CA_FILE", "PooledTransport"]
+__all__ = ["CA_FILE", "PooledBody", "PooledTransport"]
 
 CA_FILE = "fastagent.ca_file"
 """The request extension naming the PEM bundle an ``https://`` request's server is checked against."""
@@ -110,6 +110,8 @@ class _Origin:
         self.idle: deque[Http1Connection] = deque()
         self.waiters: deque[asyncio.Future[Http1Connection]] = deque()
         self.open = 0
+        self.busy: set[Http1Connection] = set()
+        """Connections handed out and not yet back (the transport's close aborts them)."""
 
     def _new(self) -> Http1Connection:
         return self.transport.new_connection(self)
@@ -124,6 +126,11 @@ class _Origin:
             self._drop(idle.popleft())
 
     async def acquire(self, timeout_s: float | None) -> Http1Connection:
+        connection = await self._take(timeout_s)
+        self.busy.add(connection)
+        return connection
+
+    async def _take(self, timeout_s: float | None) -> Http1Connection:
         self.sweep()
         while self.idle:
             connection = self.idle.pop()
@@ -151,6 +158,7 @@ class _Origin:
 
     def release(self, connection: Http1Connection) -> None:
         """Take a connection back (synchronous: safe in any ``finally``; it never raises)."""
+        self.busy.discard(connection)
         if connection.is_available() and not _expired(connection) and not self.transport.closed:
             waiter = self._next_waiter()
             if waiter is not None:
@@ -193,7 +201,9 @@ def _expire(waiter: asyncio.Future[Http1Connection]) -> None:
         waiter.set_exception(httpcore.PoolTimeout("no free connection within the pool timeout"))
 
 
-class _Body(httpx.AsyncByteStream):
+class PooledBody(httpx.AsyncByteStream):
+    """A response body of this pool (``response.stream``): its connection goes back on close."""
+
     def __init__(self, head: Head, origin: _Origin, connection: Http1Connection) -> None:
         self._head = head
         self._origin: _Origin | None = origin
@@ -211,6 +221,15 @@ class _Body(httpx.AsyncByteStream):
         try:
             await self._connection.release()  # closes it unless the body was read to the end
         finally:
+            origin.release(self._connection)
+
+    def close_nowait(self) -> None:
+        """:meth:`aclose` as plain bookkeeping, safe in any ``finally`` (also of a cancelled
+        task): the connection goes back to the pool, or is dropped at once if its body was not
+        read to the end."""
+        origin, self._origin = self._origin, None
+        if origin is not None:
+            self._connection.release_nowait()
             origin.release(self._connection)
 
 
@@ -340,7 +359,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             status_code=head.status,
             headers=head.headers,
-            stream=_Body(head, origin, connection),
+            stream=PooledBody(head, origin, connection),
             extensions={
                 "http_version": b"HTTP/1.1",
                 "reason_phrase": head.reason,
@@ -360,5 +379,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
                 if not waiter.done():
                     waiter.set_exception(httpcore.PoolTimeout("the model connection pool was closed"))
             origin.waiters.clear()
+            for connection in list(origin.busy):
+                connection.release_nowait()  # its reader's next read fails: the pool is closed
         if self._closing:
             await asyncio.wait(set(self._closing), timeout=1.0)
