@@ -145,3 +145,16 @@ async def test_a_failed_group_job_fails_every_creator_in_it_and_the_next_group_s
     assert [str(o) for o in failed] == ["the disk went away"] * 2
     record = await store.open_or_create("x")  # nothing stuck: the next creation publishes
     assert record.session == "x" and calls == 2
+
+
+async def test_a_creation_never_queues_behind_the_default_executors_work(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path / "sessions", cwd=tmp_path)
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    blocked = [loop.run_in_executor(None, release.wait, 10) for _ in range(64)]  # every worker busy
+    try:
+        record = await asyncio.wait_for(store.open_or_create("fresh"), 5)
+        assert record.session == "fresh"
+    finally:
+        release.set()
+        await asyncio.gather(*blocked)
