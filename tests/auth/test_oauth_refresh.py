@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -243,3 +244,29 @@ def test_a_login_in_the_global_file_is_renewed_in_that_file(tmp_path: Path, serv
     assert renewed["refresh"] != entry["refresh"] and renewed["expires"] > EXPIRED
     assert server.refreshes["anthropic"] == 1 and server.model_tokens == [renewed["access"]]
     assert not (agent / ".fastagent" / "auth.json").exists()
+
+
+def test_the_resolvers_provider_names_are_the_registrys() -> None:
+    """The resolver tells the login providers apart without importing their flows; its two name
+    sets must say what the registry says."""
+    from fastagent_cli.auth.oauth.providers import OAUTH_PROVIDERS
+    from fastagent_cli.auth.oauth.resolver import ENV_EXCHANGING, OAUTH_NAMES
+
+    assert set(OAUTH_PROVIDERS) == OAUTH_NAMES
+    assert {n for n, p in OAUTH_PROVIDERS.items() if p.from_environment is not None} == ENV_EXCHANGING
+
+
+def test_an_api_key_agent_loads_no_login_flow(tmp_path: Path) -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from fastagent_cli.auth.oauth import OAuthCredentials\n"
+        "from fastagent_cli.models.registry import ModelRegistry\n"
+        "model = ModelRegistry().resolve('anthropic/claude-sonnet-4-5')\n"
+        "credential = asyncio.run(OAuthCredentials(None).acquire(model))\n"
+        "assert credential.key == 'sk-test', credential\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fastagent_cli.auth.oauth')))\n"
+    )
+    env = {**clean_env(tmp_path), "ANTHROPIC_API_KEY": "sk-test"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "providers" not in done.stdout and "anthropic'" not in done.stdout, done.stdout

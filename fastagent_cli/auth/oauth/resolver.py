@@ -24,16 +24,24 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastagent_cli.auth.oauth.common import TokenError, now_ms
-from fastagent_cli.auth.oauth.providers import OAUTH_PROVIDERS, OAuthProvider
 from fastagent_cli.auth.store import AuthStore
 from fastagent_cli.errors import CredentialError, ProviderError
 from fastagent_cli.models.credentials import Credential, prime_api_key, read_auth_file, resolve_credential
 from fastagent_cli.models.types import ModelInfo
 
-__all__ = ["RENEW_LOCK_TIMEOUT_S", "OAuthCredentials"]
+if TYPE_CHECKING:
+    from fastagent_cli.auth.oauth.providers import OAuthProvider
+
+__all__ = ["ENV_EXCHANGING", "OAUTH_NAMES", "RENEW_LOCK_TIMEOUT_S", "OAuthCredentials"]
+
+OAUTH_NAMES = frozenset({"anthropic", "openai-codex", "github-copilot"})
+"""The providers of :data:`~fastagent_cli.auth.oauth.providers.OAUTH_PROVIDERS`, known without
+importing their login flows (every start and ``invoke`` would pay ~10 ms for them)."""
+ENV_EXCHANGING = frozenset({"github-copilot"})
+"""Those whose environment token is exchanged for a login (``from_environment``)."""
 
 RENEW_LOCK_TIMEOUT_S = 60.0
 """How long a process waits for another one's renewal (the token call itself times out at 30 s)."""
@@ -53,9 +61,13 @@ class OAuthCredentials:
     async def acquire(self, model: ModelInfo) -> Credential:
         await prime_api_key(model)  # an apiKey command runs off the loop, once
         credential = self.peek(model)
-        provider = OAUTH_PROVIDERS.get(model.provider)
-        if provider is None or credential.key is None:
+        if model.provider not in OAUTH_NAMES or credential.key is None:
             return credential
+        if not credential.is_oauth and model.provider not in ENV_EXCHANGING:
+            return credential  # a plain API key of a provider that also has logins
+        from fastagent_cli.auth.oauth.providers import OAUTH_PROVIDERS
+
+        provider = OAUTH_PROVIDERS[model.provider]
         if credential.is_oauth:
             path = credential.path
             assert path is not None  # an OAuth credential comes from a file
