@@ -7,7 +7,8 @@ order swapped every block; prints each build's median CPU per turn and its ratio
 ``this`` is the checkout, ``floor`` the bare relay of :mod:`floor`, anything else a git ref
 (``git archive``, as ``hotpath.py --compare`` does). Neighbouring blocks see the same load, so the
 ratio holds where one long run per build (``hotpath.py``'s rows) swings with the other users of
-the machine. ``--concurrent N`` runs each block's turns N at once.
+the machine. ``--concurrent N`` runs each block's turns N at once; ``--tokens N`` makes the answers
+N tokens long (300: the stream row of :mod:`hotpath`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hotpath import FLOOR, ROOT, Build, FakeModel, Server, client, cpu_ns, expor
 
 
 async def measure(
-    builds: list[Build], blocks: int, per_block: int, concurrent: int
+    builds: list[Build], blocks: int, per_block: int, concurrent: int, answer_tokens: int = 1
 ) -> dict[str, list[float]]:
     model = FakeModel(5.0)
     servers: list[Server] = []
@@ -45,7 +46,7 @@ async def measure(
 
                         async def worker(w: int, server: Server = server, block: int = block) -> None:
                             for i in range(per_block // concurrent):
-                                text = f"Tell me a story. {tokens(1)}"
+                                text = f"Tell me a story. {tokens(answer_tokens)}"
                                 done = await turn(http, server.url, f"b{block}-{w}-{i}", text)
                                 if not done.ok:
                                     raise SystemExit(f"turn failed: {done.error}")
@@ -64,8 +65,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--refs", default="main,this,floor")
     parser.add_argument("--blocks", type=int, default=6)
-    parser.add_argument("--turns", type=int, default=60, help="one-token turns per block")
+    parser.add_argument("--turns", type=int, default=60, help="turns per block")
     parser.add_argument("--concurrent", type=int, default=1)
+    parser.add_argument("--tokens", type=int, default=1, help="tokens per answer (300: the stream row's)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fastagent-short-ref-") as refs_dir:
         builds = []
@@ -78,9 +80,9 @@ def main() -> None:
                 into = Path(refs_dir) / str(i)
                 into.mkdir()
                 builds.append(export(ref, into))
-        figures = asyncio.run(measure(builds, args.blocks, args.turns, args.concurrent))
+        figures = asyncio.run(measure(builds, args.blocks, args.turns, args.concurrent, args.tokens))
     print(
-        f"load {os.getloadavg()[0]:.1f}; {args.blocks} blocks x {args.turns} one-token turns, "
+        f"load {os.getloadavg()[0]:.1f}; {args.blocks} blocks x {args.turns} {args.tokens}-token turns, "
         f"{args.concurrent} at once (server CPU ms per turn)"
     )
     base = statistics.median(figures[builds[0].label])

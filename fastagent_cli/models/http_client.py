@@ -3,7 +3,10 @@ pool limits of :mod:`~fastagent_cli.models.http_pool`, and one streaming POST wh
 out classified as :class:`~fastagent_cli.errors.ProviderError` (status errors with the provider's
 own message, connection resets and timeouts as retryable).
 
-The POST runs as an :class:`~fastagent_cli.models.http_exchange.Exchange`: a turn cancelled at
+On the client's own pool (:class:`~fastagent_cli.models.http_transport.PooledTransport`, the
+usual case) the POST is sent and read in the caller's task
+(:class:`~fastagent_cli.models.http_direct.DirectRead`); through a borrowed ``httpx`` client it
+runs as an :class:`~fastagent_cli.models.http_exchange.Exchange`. Either way a turn cancelled at
 any moment (a client that disconnects) leaves no request behind in the connection pool.
 """
 

@@ -1,5 +1,7 @@
-"""One streaming HTTP exchange, run in a task of its own so that cancelling the turn that reads it
-can never interrupt httpcore in the middle of its pool bookkeeping.
+"""One streaming HTTP exchange through a borrowed ``httpx`` client (httpcore's pool), run in a task
+of its own so that cancelling the turn that reads it can never interrupt httpcore in the middle of
+its pool bookkeeping. The wire clients' own pool needs none of this: its responses are read in the
+turn's task (:mod:`~fastagent_cli.models.http_direct`).
 
 Why: httpcore shields the close of a response (and the hand-over of a pooled connection) against
 *anyio* cancellation only. A plain ``Task.cancel()``, which is how an asyncio turn is aborted,
