@@ -11,17 +11,8 @@ import pytest
 
 from fastagent_cli.errors import ProviderError
 from fastagent_cli.models.openai_chat import OpenAIChatClient
-from fastagent_cli.models.types import ModelRequest
 from tests.fakes.fake_providers import FakeOpenAI, openai_reply
-
-
-def request_for(fake: FakeOpenAI) -> ModelRequest:
-    return ModelRequest(
-        model=fake.model_info(),
-        system="",
-        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}],
-        api_key="test-key",
-    )
+from tests.models.test_http_client import request_for
 
 
 def pool_of(client: OpenAIChatClient) -> tuple[int, int, int]:
