@@ -42,6 +42,7 @@ class HttpServer:
         self.port = _free_port()
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
+        self.started_once = False
 
     @property
     def url(self) -> str:
@@ -49,22 +50,40 @@ class HttpServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def start(self) -> None:
-        import os
-
-        self.process = subprocess.Popen(
-            [sys.executable, HTTP_SERVER, str(self.port), self.transport],
-            env={**os.environ, **self.env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+        """Run the server and wait until it says it listens. A port taken meanwhile (another
+        test's server got it first) makes the first start pick another one; a connection alone
+        would have reached the other server."""
+        for _ in range(5):
+            if self._launch():
                 return
-            except OSError:
+            if self.started_once:
+                break  # a restart keeps its port: the test is about the same URL
+            self.port = _free_port()
+        raise RuntimeError(f"the test MCP server did not start listening on port {self.port}")
+
+    def _launch(self) -> bool:
+        import os
+        import tempfile
+
+        with tempfile.TemporaryFile() as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [sys.executable, HTTP_SERVER, str(self.port), self.transport],
+                env={**os.environ, **self.env},
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                log.seek(0)
+                if b"Uvicorn running on" in log.read():
+                    self.started_once = True
+                    return True
+                if self.process.poll() is not None:  # it could not bind the port
+                    self.process = None
+                    return False
                 time.sleep(0.05)
-        raise RuntimeError("the test MCP server did not start listening")
+        self.stop()
+        return False
 
     def stop(self) -> None:
         if self.process is not None:
