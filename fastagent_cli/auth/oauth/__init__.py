@@ -4,30 +4,22 @@ the renewal of expired logins every assembled agent does under the credential fi
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from fastagent_cli.auth.oauth.common import LoginContext, LoginUI, TokenError
+from fastagent_cli.auth.oauth.resolver import OAuthCredentials
+
 if TYPE_CHECKING:
-    from fastagent_cli.auth.oauth.common import LoginContext, LoginUI, TokenError
     from fastagent_cli.auth.oauth.providers import OAUTH_PROVIDERS, OAuthProvider
-    from fastagent_cli.auth.oauth.resolver import OAuthCredentials
 
 __all__ = ["OAUTH_PROVIDERS", "LoginContext", "LoginUI", "OAuthCredentials", "OAuthProvider", "TokenError"]
 
-_HOMES = {
-    "LoginContext": "common",
-    "LoginUI": "common",
-    "TokenError": "common",
-    "OAUTH_PROVIDERS": "providers",
-    "OAuthProvider": "providers",
-    "OAuthCredentials": "resolver",
-}
-
 
 def __getattr__(name: str) -> Any:
-    """Loaded when asked for: an agent's credentials import only the resolver, not every login
-    flow (the flows load when a login is renewed or ``fastagent login`` runs)."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{home}"), name)
+    # Every agent's credentials go through the resolver; only a login renewal or `fastagent
+    # login` needs the providers' flows (about 8 ms of imports on every start and invoke).
+    if name in ("OAUTH_PROVIDERS", "OAuthProvider"):
+        from fastagent_cli.auth.oauth import providers
+
+        return getattr(providers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
