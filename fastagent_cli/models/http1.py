@@ -280,20 +280,15 @@ class Http1Connection:
                 None if self._keepalive_expiry is None else time.monotonic() + self._keepalive_expiry
             )
 
-    def release_nowait(self) -> None:
-        """:meth:`release` without waiting: a socket whose body was not read to the end is
-        dropped at once (the transport's abort closes it without a round trip)."""
+    def release(self) -> None:
+        """The caller is done with the response: a connection whose body was not read to the end
+        is dropped at once (its remaining bytes would corrupt the next exchange; the socket's
+        abort closes it without a round trip). Synchronous: safe in any ``finally``."""
         if self._state == _ACTIVE:
             self._state = _CLOSED
             stream, self._stream = self._stream, None
             if stream is not None:
                 stream.abort()
-
-    async def release(self) -> None:
-        """The caller is done with the response: a connection whose body was not read to the end
-        is closed (its remaining bytes would corrupt the next exchange)."""
-        if self._state == _ACTIVE:
-            await self._abort()
 
     async def _abort(self) -> None:
         self._state = _CLOSED

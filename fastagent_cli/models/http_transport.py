@@ -215,13 +215,7 @@ class PooledBody(httpx.AsyncByteStream):
                 yield part
 
     async def aclose(self) -> None:
-        origin, self._origin = self._origin, None
-        if origin is None:
-            return
-        try:
-            await self._connection.release()  # closes it unless the body was read to the end
-        finally:
-            origin.release(self._connection)
+        self.close_nowait()
 
     def close_nowait(self) -> None:
         """:meth:`aclose` as plain bookkeeping, safe in any ``finally`` (also of a cancelled
@@ -229,7 +223,7 @@ class PooledBody(httpx.AsyncByteStream):
         read to the end."""
         origin, self._origin = self._origin, None
         if origin is not None:
-            self._connection.release_nowait()
+            self._connection.release()
             origin.release(self._connection)
 
 
@@ -380,6 +374,6 @@ class PooledTransport(httpx.AsyncBaseTransport):
                     waiter.set_exception(httpcore.PoolTimeout("the model connection pool was closed"))
             origin.waiters.clear()
             for connection in list(origin.busy):
-                connection.release_nowait()  # its reader's next read fails: the pool is closed
+                connection.release()  # its reader's next read fails: the pool is closed
         if self._closing:
             await asyncio.wait(set(self._closing), timeout=1.0)
